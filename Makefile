@@ -1,0 +1,64 @@
+# rewind's build, test and measurement entry points. `make test` is what CI runs.
+
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+BIN     ?= bin/rewind
+PREFIX  ?= /usr/local
+FUZZTIME ?= 10s
+
+.PHONY: all build install test fmt-check vet tidy-check update-golden fuzz bench bench-quick bench-large soak clean
+
+all: build
+
+## build: a static binary in bin/rewind, version stamped
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/rewind
+
+## install: build and copy to $(PREFIX)/bin
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/rewind
+
+## test: formatting, vet, module tidiness, then every test (script tests included)
+test: fmt-check vet tidy-check
+	$(GO) test -count=1 -timeout 15m ./...
+
+fmt-check:
+	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+tidy-check:
+	$(GO) mod tidy -diff
+
+## update-golden: rewrite the golden sections of the script tests
+update-golden:
+	REWIND_UPDATE=1 $(GO) test -count=1 ./cmd/rewind -run TestScripts
+
+## fuzz: run every fuzz target for $(FUZZTIME) each
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$target"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+## bench: every workload beside its baselines (medians and ratios; nothing asserted)
+bench:
+	REWIND_BENCH=1 $(GO) test -count=1 -timeout 0 -run TestBench -v ./cmd/rewind-bench | grep -v -e '^=== RUN' -e '^--- ' -e '^PASS' -e '^ok '
+
+bench-quick:
+	REWIND_BENCH_SCALE=quick REWIND_BENCH_RUNS=3 $(MAKE) bench
+
+bench-large:
+	REWIND_BENCH_SCALE=large REWIND_BENCH_RUNS=3 $(MAKE) bench
+
+## soak: the crash and concurrency tests with many rounds
+soak:
+	REWIND_SOAK=1 $(GO) test -count=1 -timeout 0 ./...
+
+clean:
+	rm -rf bin

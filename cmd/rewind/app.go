@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"rewind/gitexec"
+)
+
+// version is stamped by the Makefile (-ldflags "-X main.version=...").
+var version = "dev"
+
+// run is the whole program: it returns the exit code instead of exiting, so tests
+// can call it.
+func run(args []string) int {
+	return runWith(args, os.Stdin, os.Stdout, os.Stderr)
+}
+
+func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if os.Getenv("REWIND_TRACE") == "1" {
+		gitexec.Trace = stderr
+	}
+	app := newApp(stdin, stdout, stderr)
+	args, err := reorderArgs(app, args)
+	if err == nil {
+		err = app.RunContext(ctx, args)
+	}
+	if err != nil && ctx.Err() != nil {
+		err = context.Canceled
+	}
+	return report(stderr, err)
+}
+
+// commands lists the command groups. Register a group here only when it works.
+func commands() []*cli.Command {
+	return []*cli.Command{
+		versionCommand(),
+	}
+}
+
+func globalFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "work-tree", Aliases: []string{"C"}, EnvVars: []string{"REWIND_WORK_TREE"}, Usage: "the work tree to act on (default: the current directory)", TakesFile: true},
+		&cli.StringFlag{Name: "store", EnvVars: []string{"REWIND_STORE"}, Usage: "the checkpoint store directory (default: under ~/.claude/projects/)", TakesFile: true},
+		&cli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout"},
+		&cli.StringFlag{Name: "color", EnvVars: []string{"REWIND_COLOR"}, Value: "auto", Usage: "colour output: auto, always or never (NO_COLOR turns auto off)"},
+		&cli.StringFlag{Name: "now", EnvVars: []string{"REWIND_NOW"}, Usage: "take the current time from this RFC 3339 `TIME`, for reproducible output"},
+		&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "confirm destructive actions (needed without a terminal)"},
+	}
+}
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
+	o := &options{Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	app := &cli.App{
+		Name:  "rewind",
+		Usage: "checkpoints, dispatch manifests and resume for AI-agent pipelines",
+		Description: "rewind snapshots a working directory into a shadow git repository (the project's own .git\n" +
+			"is never touched), records a pipeline's sub-agent dispatches, and resumes an interrupted\n" +
+			"pipeline from its last verified boundary. It needs nothing but git " + gitexec.MinVersion + " or newer.",
+		Flags:           globalFlags(),
+		Commands:        commands(),
+		HideVersion:     true,
+		Reader:          stdin,
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		Metadata:        map[string]any{"options": o},
+		ExitErrHandler:  func(*cli.Context, error) {}, // run() prints errors and picks exit codes
+		OnUsageError:    onUsageError,
+		Before:          func(c *cli.Context) error { return resolveOptions(c, o) },
+		CommandNotFound: func(c *cli.Context, name string) {},
+	}
+	setUsageErrors(app.Commands)
+	return app
+}
+
+func setUsageErrors(cmds []*cli.Command) {
+	for _, cmd := range cmds {
+		cmd.OnUsageError = onUsageError
+		setUsageErrors(cmd.Subcommands)
+	}
+}
+
+var flagNameRE = regexp.MustCompile(`flag -(-?)([A-Za-z0-9-]+)`)
+
+// onUsageError turns urfave's flag parse errors (a bad value) into exit 2 with
+// the flag spelled as users type it.
+func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
+	msg := flagNameRE.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		name := flagNameRE.FindStringSubmatch(m)[2]
+		if len(name) == 1 {
+			return "-" + name
+		}
+		return "--" + name
+	})
+	return usageErrorf("%s", msg)
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// reorderArgs rewrites a command line into the shape urfave/cli v2 parses: global
+// flags right after the program name, each command's flags right after that
+// command's name, then "--" and the positional arguments.
+//
+// urfave/cli v2 by itself stops parsing flags at the first positional argument,
+// so `rewind checkpoint restore X --dry-run` would restore for real, and an
+// unknown `-x` after a positional would be taken as a positional. Here every flag
+// is recognised wherever it stands, an unknown one is a usage error (exit 2), and
+// a literal "--" ends flag parsing.
+func reorderArgs(app *cli.App, args []string) ([]string, error) {
+	if len(args) == 0 {
+		return args, nil
+	}
+	type level struct {
+		cmd   *cli.Command
+		flags []string
+	}
+	var (
+		path        []*level
+		globalArgs  []string
+		positionals []string
+		help        bool
+		choices     = app.Commands // the subcommands the next word may name
+		global      = flagTable(app.Flags)
+	)
+	where := func() string {
+		w := "rewind"
+		for _, l := range path {
+			w += " " + l.cmd.Name
+		}
+		return w
+	}
+
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			positionals = append(positionals, args[i+1:]...)
+			i = len(args)
+
+		case len(a) > 1 && a[0] == '-':
+			name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			if name == "h" || name == "help" {
+				help = true
+				continue
+			}
+			f, dest := global[name], &globalArgs
+			for j := len(path) - 1; j >= 0; j-- {
+				if cf, ok := flagTable(path[j].cmd.Flags)[name]; ok {
+					f, dest = cf, &path[j].flags
+					break
+				}
+			}
+			if f == nil {
+				return nil, withHint(usageErrorf("unknown flag %s for %s", a, where()),
+					"run '"+where()+" --help' for its flags; a positional argument that starts with '-' goes after '--'")
+			}
+			*dest = append(*dest, a)
+			if takesValue(f) && !hasValue {
+				if i+1 >= len(args) {
+					return nil, usageErrorf("flag %s needs a value", a)
+				}
+				i++
+				*dest = append(*dest, args[i])
+			}
+
+		case len(positionals) == 0 && len(choices) > 0:
+			if a == "help" && len(path) == 0 {
+				// `rewind help [command...]`: urfave's help command takes the rest.
+				return append(append([]string{args[0]}, globalArgs...), args[i:]...), nil
+			}
+			cmd := findCommand(choices, a)
+			if cmd == nil {
+				if len(path) > 0 && path[len(path)-1].cmd.Action != nil {
+					positionals = append(positionals, a)
+					continue
+				}
+				return nil, usageErrorf("unknown command %q for %s; run '%s --help' for the list", a, where(), where())
+			}
+			path = append(path, &level{cmd: cmd})
+			choices = cmd.Subcommands
+
+		default:
+			positionals = append(positionals, a)
+		}
+	}
+
+	out := append([]string{args[0]}, globalArgs...)
+	for _, l := range path {
+		out = append(out, l.cmd.Name)
+		out = append(out, l.flags...)
+	}
+	if help {
+		return append(out, "--help"), nil
+	}
+	if len(positionals) > 0 {
+		out = append(append(out, "--"), positionals...)
+	}
+	return out, nil
+}
+
+func flagTable(flags []cli.Flag) map[string]cli.Flag {
+	t := map[string]cli.Flag{}
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			t[n] = f
+		}
+	}
+	return t
+}
+
+func takesValue(f cli.Flag) bool {
+	d, ok := f.(cli.DocGenerationFlag)
+	return ok && d.TakesValue()
+}
+
+func findCommand(cmds []*cli.Command, name string) *cli.Command {
+	for _, c := range cmds {
+		if c.Name == name {
+			return c
+		}
+		for _, a := range c.Aliases {
+			if a == name {
+				return c
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"rewind/gitexec"
+)
+
+// The exit codes, in one place. Scripts branch on them, so they never change
+// meaning.
+const (
+	exitOK          = 0
+	exitFailure     = 1   // failure, or a refusal to act on bad state
+	exitUsage       = 2   // unknown command or flag, bad argument value
+	exitConfirm     = 3   // destructive action without --yes and no terminal
+	exitGuard       = 4   // fail-closed guard: branch mismatch, stale snapshot, ...
+	exitBusy        = 5   // another rewind holds the lock past the wait time
+	exitInterrupted = 130 // SIGINT/SIGTERM, as a shell reports it
+)
+
+// cliError carries an exit code and hints up to run, which prints it once.
+type cliError struct {
+	code   int // 0: let classify decide
+	err    error
+	hints  []string
+	silent bool // the command already printed its own message
+}
+
+func (e *cliError) Error() string { return e.err.Error() }
+func (e *cliError) Unwrap() error { return e.err }
+
+// usageErrorf is a bad command line: exit 2.
+func usageErrorf(format string, a ...any) error {
+	return &cliError{code: exitUsage, err: fmt.Errorf(format, a...)}
+}
+
+// exitErrorf is an error with a fixed exit code.
+func exitErrorf(code int, format string, a ...any) error {
+	return &cliError{code: code, err: fmt.Errorf(format, a...)}
+}
+
+// withCode gives err a fixed exit code.
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &cliError{code: code, err: err}
+}
+
+// withHint adds `rewind: hint:` lines to err and keeps its exit code.
+func withHint(err error, hints ...string) error {
+	if err == nil {
+		return nil
+	}
+	var ce *cliError
+	if errors.As(err, &ce) && ce == err {
+		ce.hints = append(ce.hints, hints...)
+		return ce
+	}
+	return &cliError{err: err, hints: hints}
+}
+
+// silentExit ends the command with code and prints nothing more: for commands
+// that print their own messages (rewind dispatch keeps dispatch.py's).
+func silentExit(code int) error {
+	return &cliError{code: code, err: fmt.Errorf("exit %d", code), silent: true}
+}
+
+// classify maps the domain packages' sentinel and typed errors to an exit code and
+// hints. Errors it does not know are failures (1).
+func classify(err error) (int, []string) {
+	var verr *gitexec.VersionError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return exitInterrupted, nil
+	case errors.Is(err, gitexec.ErrGitNotFound):
+		return exitFailure, []string{"install git " + gitexec.MinVersion + " or newer and make sure it is on PATH"}
+	case errors.As(err, &verr):
+		return exitFailure, []string{"install git " + gitexec.MinVersion + " or newer and make sure it comes first on PATH"}
+	}
+	return exitFailure, nil
+}
+
+// report prints err once on stderr and returns the exit code.
+func report(stderr io.Writer, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	code, hints := classify(err)
+	var ce *cliError
+	if errors.As(err, &ce) {
+		if ce.silent {
+			return ce.code
+		}
+		if ce.code != 0 {
+			code = ce.code
+		}
+		hints = append(ce.hints, hints...)
+	}
+	msg := err.Error()
+	if code == exitInterrupted {
+		msg = "interrupted"
+	}
+	for _, line := range strings.Split(strings.TrimRight(msg, "\n"), "\n") {
+		fmt.Fprintf(stderr, "rewind: %s\n", line)
+	}
+	for _, h := range hints {
+		fmt.Fprintf(stderr, "rewind: hint: %s\n", h)
+	}
+	return code
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fatih/color"
+	"github.com/mattn/go-isatty"
+	"github.com/urfave/cli/v2"
+)
+
+// options are the global flags, resolved once in the app's Before and read by
+// every command through opts(c).
+type options struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+
+	WorkTree string // absolute, symlinks resolved
+	Store    string // "" means the default location for WorkTree
+	JSON     bool
+	Yes      bool
+	NowSet   bool
+	now      time.Time
+
+	colourOut bool // colour on stdout
+	colourErr bool // colour on stderr
+}
+
+// Now is the --now / REWIND_NOW time when given, else the current time, in UTC
+// with second resolution (what every written timestamp carries).
+func (o *options) Now() time.Time {
+	if o.NowSet {
+		return o.now
+	}
+	return time.Now().UTC().Truncate(time.Second)
+}
+
+func opts(c *cli.Context) *options {
+	return c.App.Metadata["options"].(*options)
+}
+
+func (o *options) warnf(format string, a ...any) {
+	label := "warning:"
+	if o.colourErr {
+		label = color.New(color.FgYellow).Sprint(label)
+	}
+	fmt.Fprintf(o.Stderr, "rewind: %s %s\n", label, fmt.Sprintf(format, a...))
+}
+
+func (o *options) hintf(format string, a ...any) {
+	fmt.Fprintf(o.Stderr, "rewind: hint: %s\n", fmt.Sprintf(format, a...))
+}
+
+func (o *options) notef(format string, a ...any) {
+	fmt.Fprintf(o.Stderr, "rewind: %s\n", fmt.Sprintf(format, a...))
+}
+
+// paint colours s for stdout when colour is on.
+func (o *options) paint(attr color.Attribute, s string) string {
+	if !o.colourOut {
+		return s
+	}
+	return color.New(attr).Sprint(s)
+}
+
+// Interactive reports whether a question can be asked: stdin and stderr are both
+// terminals.
+func (o *options) Interactive() bool {
+	return isTerminal(o.Stdin) && isTerminal(o.Stderr)
+}
+
+// confirm asks before a destructive action. --yes answers it; without a terminal
+// and without --yes it is exit 3, so a script never hangs on a prompt.
+func (o *options) confirm(question string) error {
+	if o.Yes {
+		return nil
+	}
+	if !o.Interactive() {
+		return withHint(exitErrorf(exitConfirm, "confirmation needed and no terminal to ask on: %s", question),
+			"run again with --yes to confirm")
+	}
+	fmt.Fprintf(o.Stderr, "%s [y/N] ", question)
+	line, _ := bufio.NewReader(o.Stdin).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return nil
+	}
+	return exitErrorf(exitFailure, "not confirmed; nothing was changed")
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// resolveOptions turns the parsed global flags into options.
+func resolveOptions(c *cli.Context, o *options) error {
+	o.JSON = c.Bool("json")
+	o.Yes = c.Bool("yes")
+	o.Store = c.String("store")
+	if o.Store != "" {
+		abs, err := filepath.Abs(o.Store)
+		if err != nil {
+			return usageErrorf("--store %q: %v", o.Store, err)
+		}
+		o.Store = abs
+	}
+
+	wt := c.String("work-tree")
+	if wt == "" {
+		var err error
+		if wt, err = os.Getwd(); err != nil {
+			return fmt.Errorf("current directory: %w", err)
+		}
+	}
+	abs, err := filepath.Abs(wt)
+	if err != nil {
+		return usageErrorf("--work-tree %q: %v", wt, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil || !fi.IsDir() {
+		return withHint(usageErrorf("work tree %s is not a directory", abs),
+			"pass an existing directory with --work-tree/-C or REWIND_WORK_TREE")
+	}
+	// The physical path: the store location is derived from it, and the same
+	// directory reached through a symlink must find the same store.
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	o.WorkTree = abs
+
+	if v := c.String("now"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return withHint(usageErrorf("invalid --now/REWIND_NOW %q: not an RFC 3339 time", v),
+				"use a time such as 2026-01-02T15:04:05Z")
+		}
+		o.now, o.NowSet = t.UTC().Truncate(time.Second), true
+	}
+
+	switch mode := c.String("color"); mode {
+	case "never":
+	case "always":
+		o.colourOut, o.colourErr = true, true
+	case "auto", "":
+		plain := os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb"
+		o.colourOut = !plain && isTerminal(o.Stdout)
+		o.colourErr = !plain && isTerminal(o.Stderr)
+	default:
+		return usageErrorf("invalid --color %q: want auto, always or never", mode)
+	}
+	// fatih/color decides once, at init, from stdout alone; rewind decides here.
+	color.NoColor = !o.colourOut
+	return nil
+}

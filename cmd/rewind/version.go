@@ -1,0 +1,48 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+
+	"github.com/urfave/cli/v2"
+
+	"rewind/gitexec"
+)
+
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print rewind's version and the git it uses",
+		Description: "Prints rewind's version, then the version of the git found on PATH. A missing git,\n" +
+			"or one older than " + gitexec.MinVersion + ", is an error (exit 1): rewind cannot work without it.",
+		Action: func(c *cli.Context) error {
+			o := opts(c)
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			gitVersion, gitErr := gitexec.Version(c.Context)
+			if o.JSON {
+				doc := map[string]any{"version": version, "go": runtime.Version(), "platform": runtime.GOOS + "/" + runtime.GOARCH, "git": gitVersion}
+				if err := json.NewEncoder(o.Stdout).Encode(doc); err != nil {
+					return err
+				}
+				return gitErr
+			}
+			fmt.Fprintf(o.Stdout, "rewind %s\n", version)
+			if gitErr != nil {
+				return gitErr
+			}
+			fmt.Fprintf(o.Stdout, "git %s\n", gitVersion)
+			return nil
+		},
+	}
+}
+
+// noArgs refuses positional arguments for a command that takes none.
+func noArgs(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageErrorf("%s takes no arguments; got %q", c.Command.FullName(), c.Args().First())
+	}
+	return nil
+}

@@ -1,0 +1,160 @@
+// Package gitexec is the only place in rewind that starts a process.
+//
+// It offers three runners:
+//
+//   - Shadow runs git against a shadow repository (rewind's checkpoint store)
+//     with an environment built from scratch, so no inherited GIT_* variable, user
+//     or system config, hook, filter, fsmonitor or template can change what is
+//     stored or run a foreign command.
+//   - Project gives read-only access to the user's own repository: an allow-list
+//     of subcommands that cannot write, so "never modify the project's .git" holds
+//     by construction.
+//   - User runs a user-supplied shell command (replay --exec, restore --verify) in
+//     the work tree with the caller's environment and never the shadow repository's.
+//
+// Every git failure is returned as *Error, which keeps the argument list, the
+// directory, the exit code and git's stderr. Setting REWIND_TRACE=1 makes cmd/rewind
+// point Trace at stderr, and every git command line is printed before it runs.
+package gitexec
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+)
+
+// Trace, when not nil, receives one line per git command before it starts.
+var Trace io.Writer
+
+var traceMu sync.Mutex
+
+// Error is a git command that failed: it could not start, or it exited non-zero.
+type Error struct {
+	Args     []string // git's arguments, without the leading "git"
+	Dir      string   // the work tree or repository it ran against
+	ExitCode int      // -1 when git could not be started or was killed
+	Stderr   string
+	Err      error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "git %s", shortArgs(e.Args))
+	if e.Dir != "" {
+		fmt.Fprintf(&b, " in %s", e.Dir)
+	}
+	fmt.Fprintf(&b, ": %v", e.Err)
+	if msg := strings.TrimSpace(e.Stderr); msg != "" {
+		b.WriteString(": ")
+		b.WriteString(firstLines(msg, 3))
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// shortArgs drops the -c overrides every shadow call carries, which would bury the
+// subcommand in an error message.
+func shortArgs(args []string) string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		if args[i] == "-c" && i+1 < len(args) {
+			i++
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return strings.Join(out, " ")
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = append(lines[:n], "...")
+	}
+	return strings.Join(lines, "; ")
+}
+
+// run is the single choke point through which every git process starts.
+func run(ctx context.Context, dir string, env []string, stdin io.Reader, stdout io.Writer, args []string) error {
+	git, err := gitPath()
+	if err != nil {
+		return err
+	}
+	if Trace != nil {
+		traceMu.Lock()
+		fmt.Fprintf(Trace, "rewind: trace: git %s\n", quoteArgs(args))
+		traceMu.Unlock()
+	}
+	cmd := exec.CommandContext(ctx, git, args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.Stdin = stdin
+	cmd.Stdout = stdout
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	setDeathSignal(cmd)
+	if err := cmd.Run(); err != nil {
+		code := -1
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			code = exitErr.ExitCode()
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			err = ctxErr
+		}
+		return &Error{Args: args, Dir: dir, ExitCode: code, Stderr: stderr.String(), Err: err}
+	}
+	return nil
+}
+
+// output runs git and returns its stdout.
+func output(ctx context.Context, dir string, env []string, stdin io.Reader, args []string) ([]byte, error) {
+	var out bytes.Buffer
+	err := run(ctx, dir, env, stdin, &out, args)
+	return out.Bytes(), err
+}
+
+// scrubbedEnv is the caller's environment minus every GIT_* variable (an inherited
+// GIT_DIR or GIT_INDEX_FILE from a hook or a dev container would redirect git), and
+// minus the keys that the caller sets again.
+func scrubbedEnv(override ...string) []string {
+	drop := map[string]bool{}
+	for _, kv := range override {
+		k, _, _ := strings.Cut(kv, "=")
+		drop[k] = true
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "GIT_") || drop[k] {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, override...)
+}
+
+// quoteArgs renders args as a line a user can paste into a shell.
+func quoteArgs(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = shellQuote(a)
+	}
+	return strings.Join(q, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:@%+,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,66 @@
+package gitexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Project gives read-only access to the user's own git repository. Only
+// subcommands that cannot write are allowed, and GIT_OPTIONAL_LOCKS=0 keeps even
+// those from refreshing the index. Commands that compare with the work tree
+// (status, diff without two commits) are refused: they rewrite .git/index.
+type Project struct {
+	Dir string // a directory inside the repository
+}
+
+// ErrRefused is wrapped by the error returned for a subcommand the Project runner
+// does not allow.
+var ErrRefused = errors.New("refused: the project repository is read-only for rewind")
+
+// readOnly lists the subcommands Project allows. branch is allowed only as
+// "branch --show-current".
+var readOnly = map[string]bool{
+	"rev-parse": true, "branch": true, "log": true, "show": true, "cat-file": true,
+	"ls-tree": true, "ls-files": true, "rev-list": true, "for-each-ref": true,
+	"diff-tree": true, "archive": true,
+}
+
+// Run runs a read-only git subcommand in the project and returns its stdout.
+func (p Project) Run(ctx context.Context, args ...string) ([]byte, error) {
+	if err := checkReadOnly(args); err != nil {
+		return nil, err
+	}
+	env := scrubbedEnv("GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	full := append([]string{"-c", "core.fsmonitor=false", "--no-pager"}, args...)
+	return output(ctx, p.Dir, env, nil, full)
+}
+
+func checkReadOnly(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("git: no subcommand: %w", ErrRefused)
+	}
+	sub := args[0]
+	refuse := func(why string) error {
+		return fmt.Errorf("git %s: %s: %w", sub, why, ErrRefused)
+	}
+	if !readOnly[sub] {
+		return refuse("not a read-only subcommand")
+	}
+	if sub == "branch" && (len(args) != 2 || args[1] != "--show-current") {
+		return refuse("only --show-current is allowed")
+	}
+	for _, a := range args[1:] {
+		if a == "--end-of-options" || a == "--" {
+			break
+		}
+		switch {
+		case a == "-o" || strings.HasPrefix(a, "--output"):
+			return refuse("writing to a file is not allowed")
+		case strings.HasPrefix(a, "--remote") || strings.HasPrefix(a, "--exec"):
+			return refuse("remote access is not allowed")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package gitexec
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// projectRepo makes a small repository with one commit, through the shadow runner
+// pointed at a normal .git (the tests may write; rewind's Project may not).
+func projectRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	s := Shadow{GitDir: filepath.Join(dir, ".git"), WorkTree: dir, IndexFile: filepath.Join(dir, ".git", "index"), ConfigHome: t.TempDir()}
+	if err := s.Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(dir, "a.txt"), "a\n", 0o644)
+	for _, args := range [][]string{{"add", "-A"}, {"commit", "-q", "-m", "first"}} {
+		if _, err := s.Run(context.Background(), args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestProjectReadsWithoutWriting(t *testing.T) {
+	dir := projectRepo(t)
+	mustWrite(t, filepath.Join(dir, "a.txt"), "changed\n", 0o644) // a stale index would be refreshed by status
+	before := listing(t, filepath.Join(dir, ".git"))
+	p := Project{Dir: dir}
+	ctx := context.Background()
+	for _, args := range [][]string{
+		{"rev-parse", "HEAD"},
+		{"branch", "--show-current"},
+		{"log", "-z", "--format=%H%x00%s"},
+		{"ls-files", "-z"},
+		{"cat-file", "-t", "HEAD"},
+		{"ls-tree", "-z", "HEAD"},
+		{"rev-list", "HEAD"},
+		{"for-each-ref"},
+		{"show", "--stat", "HEAD"},
+	} {
+		if _, err := p.Run(ctx, args...); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	if after := listing(t, filepath.Join(dir, ".git")); !equalMaps(before, after) {
+		t.Errorf("reading changed the project's .git")
+	}
+}
+
+func TestProjectRefusesWrites(t *testing.T) {
+	dir := projectRepo(t)
+	before := listing(t, filepath.Join(dir, ".git"))
+	var trace bytes.Buffer
+	Trace = &trace
+	defer func() { Trace = nil }()
+	p := Project{Dir: dir}
+	for _, args := range [][]string{
+		{"status"},
+		{"diff"},
+		{"commit", "-m", "x"},
+		{"add", "-A"},
+		{"update-ref", "refs/heads/x", "HEAD"},
+		{"branch", "-D", "main"},
+		{"branch", "new"},
+		{"log", "--output=" + filepath.Join(dir, "out")},
+		{"show", "--output", filepath.Join(dir, "out"), "HEAD"},
+		{"archive", "-o", filepath.Join(dir, "out.tar"), "HEAD"},
+		{"archive", "--remote=origin", "HEAD"},
+		{"gc"},
+		{},
+	} {
+		_, err := p.Run(context.Background(), args...)
+		if !errors.Is(err, ErrRefused) {
+			t.Errorf("%v: err = %v, want ErrRefused", args, err)
+		}
+	}
+	if trace.Len() > 0 {
+		t.Errorf("git was started for a refused command:\n%s", trace.String())
+	}
+	if after := listing(t, filepath.Join(dir, ".git")); !equalMaps(before, after) {
+		t.Errorf("the project's .git changed")
+	}
+	// A file name after -- is data, not an option.
+	if _, err := p.Run(context.Background(), "log", "--format=%H", "--", "--output=x"); err != nil && errors.Is(err, ErrRefused) {
+		t.Errorf("a path after -- was refused: %v", err)
+	}
+	if !strings.Contains(checkReadOnly([]string{"status"}).Error(), "git status: not a read-only subcommand") {
+		t.Errorf("message: %v", checkReadOnly([]string{"status"}))
+	}
+}

@@ -1,0 +1,164 @@
+package gitexec
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Shadow runs git against a shadow repository: the git directory, work tree and
+// index are always given explicitly, and the environment is built so that nothing
+// the user (or a hostile checkout) configured can change what git stores or run a
+// command of its own.
+type Shadow struct {
+	GitDir    string // the shadow repository
+	WorkTree  string // the user's work tree being snapshotted
+	IndexFile string // the persistent index (stat data between checkpoints)
+
+	// ConfigHome is an empty directory used as HOME, XDG_CONFIG_HOME and
+	// core.hooksPath. git before 2.32 ignores GIT_CONFIG_GLOBAL, so an empty HOME is
+	// what keeps ~/.gitconfig out.
+	ConfigHome string
+
+	// Date is the author and committer date of any commit made; the zero value
+	// means now. Checkpoints pass their timestamp, so --now makes ids reproducible.
+	Date time.Time
+}
+
+// Identity is the author and committer of every shadow commit.
+const (
+	identityName  = "rewind"
+	identityEmail = "rewind@localhost"
+)
+
+// ShadowAttributes makes every snapshot byte-exact: no end-of-line conversion, no
+// clean/smudge filter (git-lfs and the like), no ident or encoding rewriting,
+// whatever the work tree's .gitattributes say. $GIT_DIR/info/attributes takes
+// precedence over them.
+const ShadowAttributes = "* -text !eol -filter -ident -working-tree-encoding\n"
+
+// overrides are passed as -c to every shadow command. Config files are already
+// kept out by the environment; these pin the settings whose defaults could differ
+// between git versions or platforms, or that a repository-local config could set.
+func (s Shadow) overrides() []string {
+	kv := []string{
+		"core.hooksPath=" + s.ConfigHome,
+		"core.excludesFile=" + os.DevNull,
+		"core.attributesFile=" + os.DevNull,
+		"core.autocrlf=false",
+		"core.safecrlf=false",
+		"core.eol=lf",
+		"core.fsmonitor=false",
+		"core.untrackedCache=false",
+		"core.splitIndex=false",
+		"core.sparseCheckout=false",
+		"core.symlinks=true",
+		"core.fileMode=true",
+		"core.ignoreCase=false",
+		"core.precomposeUnicode=false",
+		"core.quotePath=false",
+		"core.logAllRefUpdates=false", // a reflog would keep evicted checkpoints alive
+		"core.bare=false",
+		"commit.gpgSign=false",
+		"tag.gpgSign=false",
+		"gc.auto=0",
+		"maintenance.auto=false",
+		"index.sparse=false",
+		"feature.manyFiles=false",
+		"submodule.recurse=false",
+		"protocol.allow=never",
+		"color.ui=false",
+		"user.useConfigOnly=false",
+		"init.defaultBranch=rewind",
+	}
+	args := make([]string, 0, 2*len(kv))
+	for _, v := range kv {
+		args = append(args, "-c", v)
+	}
+	return args
+}
+
+// env is the complete environment of a shadow command.
+func (s Shadow) env() []string {
+	date := s.Date
+	if date.IsZero() {
+		date = time.Now()
+	}
+	stamp := fmt.Sprintf("@%d +0000", date.Unix())
+	return scrubbedEnv(
+		"GIT_DIR="+s.GitDir,
+		"GIT_WORK_TREE="+s.WorkTree,
+		"GIT_INDEX_FILE="+s.IndexFile,
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL="+os.DevNull,
+		"GIT_ATTR_NOSYSTEM=1",
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_NO_REPLACE_OBJECTS=1",
+		"GIT_AUTHOR_NAME="+identityName,
+		"GIT_AUTHOR_EMAIL="+identityEmail,
+		"GIT_AUTHOR_DATE="+stamp,
+		"GIT_COMMITTER_NAME="+identityName,
+		"GIT_COMMITTER_EMAIL="+identityEmail,
+		"GIT_COMMITTER_DATE="+stamp,
+		"HOME="+s.ConfigHome,
+		"XDG_CONFIG_HOME="+s.ConfigHome,
+		"LC_ALL=C",
+	)
+}
+
+// Run runs git with args against the shadow repository and returns its stdout.
+func (s Shadow) Run(ctx context.Context, args ...string) ([]byte, error) {
+	return output(ctx, s.WorkTree, s.env(), nil, append(s.overrides(), args...))
+}
+
+// RunInput is Run with stdin.
+func (s Shadow) RunInput(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
+	return output(ctx, s.WorkTree, s.env(), stdin, append(s.overrides(), args...))
+}
+
+// Stream runs git and copies its stdout to w as it is produced, for outputs too
+// large to hold (ls-files of a million paths).
+func (s Shadow) Stream(ctx context.Context, stdin io.Reader, w io.Writer, args ...string) error {
+	return run(ctx, s.WorkTree, s.env(), stdin, w, append(s.overrides(), args...))
+}
+
+// Init creates the shadow repository if it does not exist yet: no template (an
+// init.templateDir could bring hooks), and the attributes that keep snapshots
+// byte-exact. Running it on an existing repository only rewrites the attributes.
+func (s Shadow) Init(ctx context.Context) error {
+	for _, dir := range []string{s.GitDir, s.ConfigHome} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.GitDir, "HEAD")); os.IsNotExist(err) {
+		// GIT_WORK_TREE stays unset for init: git init would record it as
+		// core.worktree, and the store must not depend on it.
+		env := s.env()
+		env = withoutKey(env, "GIT_WORK_TREE")
+		env = withoutKey(env, "GIT_INDEX_FILE")
+		args := append(s.overrides(), "init", "--quiet", "--bare", "--template=", "--", s.GitDir)
+		if err := run(ctx, s.GitDir, env, nil, io.Discard, args); err != nil {
+			return err
+		}
+	}
+	info := filepath.Join(s.GitDir, "info")
+	if err := os.MkdirAll(info, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(info, "attributes"), []byte(ShadowAttributes), 0o600)
+}
+
+func withoutKey(env []string, key string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if len(kv) > len(key) && kv[:len(key)+1] == key+"=" {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}

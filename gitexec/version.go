@@ -1,0 +1,115 @@
+package gitexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// MinVersion is the oldest git rewind works with (GIT_CONFIG_GLOBAL, ls-files
+// --format and other features it relies on are older than this).
+const MinVersion = "2.25"
+
+// ErrGitNotFound means no git executable is on PATH.
+var ErrGitNotFound = errors.New("git not found on PATH")
+
+// VersionError means the git on PATH is older than MinVersion.
+type VersionError struct {
+	Found string // the version git reported, for example "2.17.1"
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("git %s or newer is needed; found %s", MinVersion, e.Found)
+}
+
+var (
+	gitOnce    sync.Once
+	gitExe     string
+	gitVersion string
+	gitErr     error
+)
+
+// gitPath finds git once per process and checks its version, so that every command
+// fails with one clear error instead of an obscure one from a missing feature.
+func gitPath() (string, error) {
+	gitOnce.Do(func() {
+		gitExe, gitErr = exec.LookPath("git")
+		if gitErr != nil {
+			gitErr = ErrGitNotFound
+			return
+		}
+		cmd := exec.Command(gitExe, "version")
+		cmd.Env = scrubbedEnv("LC_ALL=C")
+		out, err := cmd.Output()
+		if err != nil {
+			gitErr = fmt.Errorf("%s version: %w", gitExe, err)
+			return
+		}
+		gitVersion = parseVersion(string(out))
+		if !atLeast(gitVersion, MinVersion) {
+			gitErr = &VersionError{Found: gitVersion}
+		}
+	})
+	return gitExe, gitErr
+}
+
+// Version returns the version of the git on PATH, or ErrGitNotFound or a
+// *VersionError when it cannot be used.
+func Version(ctx context.Context) (string, error) {
+	if _, err := gitPath(); err != nil {
+		return gitVersion, err
+	}
+	return gitVersion, nil
+}
+
+// parseVersion takes "git version 2.39.5" (or "git version 2.39.3 (Apple Git-146)")
+// and returns "2.39.5".
+func parseVersion(out string) string {
+	f := strings.Fields(out)
+	if len(f) >= 3 && f[0] == "git" && f[1] == "version" {
+		return f[2]
+	}
+	return strings.TrimSpace(out)
+}
+
+// atLeast compares dotted numeric versions; trailing non-numeric parts
+// ("2.39.0.windows.1", "2.40.0-rc1") are ignored.
+func atLeast(have, want string) bool {
+	h, w := numbers(have), numbers(want)
+	if len(h) == 0 {
+		return false
+	}
+	for i := 0; i < len(w); i++ {
+		var hv int
+		if i < len(h) {
+			hv = h[i]
+		}
+		if hv != w[i] {
+			return hv > w[i]
+		}
+	}
+	return true
+}
+
+func numbers(v string) []int {
+	var out []int
+	for _, part := range strings.Split(v, ".") {
+		end := 0
+		for end < len(part) && part[end] >= '0' && part[end] <= '9' {
+			end++
+		}
+		if end == 0 {
+			break
+		}
+		n, _ := strconv.Atoi(part[:end])
+		out = append(out, n)
+		if end < len(part) {
+			break
+		}
+	}
+	return out
+}
