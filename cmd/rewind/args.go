@@ -73,9 +73,11 @@ func reorderArgs(app *cli.App, args []string) ([]string, error) {
 			}
 
 		case len(positionals) == 0 && len(choices) > 0:
-			if a == "help" && len(path) == 0 {
-				// `rewind help [command...]`: urfave's help command takes the rest.
-				return append(append([]string{args[0]}, globalArgs...), args[i:]...), nil
+			if a == "help" && len(path) == 0 && !help {
+				// `rewind help checkpoint restore` is `rewind checkpoint restore --help`,
+				// so an unknown topic is an unknown command like any other.
+				help = true
+				continue
 			}
 			cmd := findCommand(choices, a)
 			if cmd == nil {
