@@ -1,0 +1,99 @@
+package replay
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Header is the audit header that begins every dispatch file:
+//
+//	# Dispatch: <template-name>
+//	**Pipeline:** <skill-name> | **Phase:** <phase> | **Task:** <N>
+//	**Timestamp:** <ISO-8601>
+//	**Dispatch-Dir:** <dispatch directory path>
+//
+//	---
+type Header struct {
+	Template    string
+	Pipeline    string
+	Phase       string
+	Task        string
+	Timestamp   string
+	DispatchDir string
+}
+
+// ParseDispatchFile splits a dispatch file into its header and the body below
+// the "---" line. ok is false when the file has no audit header; body is then
+// the whole content.
+func ParseDispatchFile(content string) (h Header, body string, ok bool) {
+	lines := strings.SplitAfter(content, "\n")
+	if len(lines) == 0 || !strings.HasPrefix(lines[0], "# Dispatch:") {
+		return Header{}, content, false
+	}
+	h.Template = strings.TrimSpace(strings.TrimPrefix(lines[0], "# Dispatch:"))
+	for i := 1; i < len(lines); i++ {
+		line := strings.TrimRight(lines[i], "\r\n")
+		if line == "---" {
+			return h, strings.Join(lines[i+1:], ""), true
+		}
+		for _, field := range strings.Split(line, " | ") {
+			key, value, found := strings.Cut(field, ":** ")
+			if !found {
+				key, value, found = strings.Cut(field, ":**")
+			}
+			if !found {
+				continue
+			}
+			value = strings.TrimSpace(value)
+			switch strings.TrimPrefix(key, "**") {
+			case "Pipeline":
+				h.Pipeline = value
+			case "Phase":
+				h.Phase = value
+			case "Task":
+				h.Task = value
+			case "Timestamp":
+				h.Timestamp = value
+			case "Dispatch-Dir":
+				h.DispatchDir = value
+			}
+		}
+	}
+	return h, content, false
+}
+
+// Render writes the header and the "---" line that ends it.
+func (h Header) Render() string {
+	task := h.Task
+	if task == "" {
+		task = "-"
+	}
+	return fmt.Sprintf("# Dispatch: %s\n**Pipeline:** %s | **Phase:** %s | **Task:** %s\n**Timestamp:** %s\n**Dispatch-Dir:** %s\n\n---\n",
+		h.Template, h.Pipeline, h.Phase, task, h.Timestamp, h.DispatchDir)
+}
+
+// ParseTime reads a timestamp as written in audit headers and markers: RFC 3339,
+// or an ISO 8601 date and time without a zone (Python's isoformat()), which is
+// taken in loc (the local time zone).
+func ParseTime(s string, loc *time.Location) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	for _, layout := range []string{"2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999", "2006-01-02T15:04", "2006-01-02 15:04"} {
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("timestamp %q: not ISO 8601", s)
+}
+
+// TaskString renders a task number for a header.
+func TaskString(task *int) string {
+	if task == nil {
+		return "-"
+	}
+	return strconv.Itoa(*task)
+}

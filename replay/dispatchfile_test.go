@@ -1,0 +1,51 @@
+package replay
+
+import (
+	"testing"
+	"time"
+)
+
+func TestDispatchFileRoundTrip(t *testing.T) {
+	h := Header{Template: "implementer", Pipeline: "build", Phase: "3", Task: "4", Timestamp: "2026-03-01T10:30:00Z", DispatchDir: "/tmp/crucible-dispatch-1775430161/"}
+	content := h.Render() + "\nYou are an implementer.\n"
+	got, body, ok := ParseDispatchFile(content)
+	if !ok || got != h || body != "\nYou are an implementer.\n" {
+		t.Errorf("parse: ok %v header %+v body %q", ok, got, body)
+	}
+	if _, body, ok := ParseDispatchFile("no header\n"); ok || body != "no header\n" {
+		t.Errorf("headerless file: ok %v body %q", ok, body)
+	}
+}
+
+func TestParseTime(t *testing.T) {
+	paris, _ := time.LoadLocation("Europe/Paris")
+	for in, want := range map[string]time.Time{
+		"2026-03-01T10:30:00Z":      time.Date(2026, 3, 1, 10, 30, 0, 0, time.UTC),
+		"2026-03-01T11:30:00+01:00": time.Date(2026, 3, 1, 10, 30, 0, 0, time.UTC),
+		"2026-03-01T11:30:00":       time.Date(2026, 3, 1, 10, 30, 0, 0, time.UTC), // naive: local (Paris)
+		"2026-03-01 11:30:00.5":     time.Date(2026, 3, 1, 10, 30, 0, 5e8, time.UTC),
+	} {
+		got, err := ParseTime(in, paris)
+		if err != nil || !got.Equal(want) {
+			t.Errorf("ParseTime(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	if _, err := ParseTime("yesterday", time.UTC); err == nil {
+		t.Errorf("garbage accepted")
+	}
+}
+
+func FuzzParseDispatchFile(f *testing.F) {
+	f.Add("# Dispatch: x\n**Pipeline:** build | **Phase:** 3 | **Task:** 1\n**Timestamp:** 2026-01-01T00:00:00Z\n**Dispatch-Dir:** /tmp/d\n\n---\nbody")
+	f.Add("# Dispatch:\n---\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		h, body, ok := ParseDispatchFile(s)
+		if !ok && body != s {
+			t.Fatalf("headerless body changed")
+		}
+		if ok && len(body) > len(s) {
+			t.Fatalf("body longer than file")
+		}
+		_ = h.Render()
+	})
+}

@@ -1,0 +1,134 @@
+package replay
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const statusFile = `# Pipeline Status
+**Updated:** 2026-03-01T10:52:00
+**Skill:** build
+**Phase:** 3 — Execute (Autonomous)
+**Health:** YELLOW
+
+## Recent Events
+- [10:50] wave 2 started
+
+## Compression State
+Goal: Add retry logic to the HTTP client
+Key Decisions:
+- [DEC-1] exponential backoff: simpler than a token bucket
+Active Constraints:
+- keep the public API
+Next Steps:
+1. finish wave 2
+2. code review
+`
+
+const handoff = `# Phase Handoff: 2 → 3
+**Timestamp:** 2026-03-01T10:24:00Z
+**Goal:** Add retry logic to the HTTP client (from the handoff)
+**Mode:** refactor
+
+## Inputs for Phase 3
+- **Plan:** docs/plans/retry.md
+
+## Decisions Carried Forward
+- [DEC-1] exponential backoff: simpler than a token bucket
+- [DEC-2] cap at 5 retries: the upstream SLA
+
+## Active Constraints
+- no new dependencies
+
+## Shed Receipt
+- design discussion → docs/design/retry.md
+`
+
+func TestLoadStatePriority(t *testing.T) {
+	scratch := t.TempDir()
+	mode := filepath.Join(t.TempDir(), "crucible-build-mode.md")
+
+	// Nothing at all: feature mode, two warnings.
+	st, warnings := LoadState(scratch, mode)
+	if st.Mode != "feature" || len(warnings) != 2 {
+		t.Errorf("empty: %+v %q", st, warnings)
+	}
+
+	write(t, filepath.Join(scratch, "pipeline-status.md"), statusFile)
+	write(t, mode, "mode: feature\nbaseline: 0123456789abcdef0123456789abcdef01234567\n")
+	st, warnings = LoadState(scratch, mode)
+	if st.Goal != "Add retry logic to the HTTP client" || st.Mode != "feature" || len(st.Decisions) != 1 ||
+		strings.Join(st.NextSteps, "|") != "finish wave 2|code review" || st.Baseline != "0123456789abcdef0123456789abcdef01234567" || len(warnings) != 0 {
+		t.Errorf("status file: %+v %q", st, warnings)
+	}
+
+	// The newest handoff wins over the status file and the mode file.
+	write(t, filepath.Join(scratch, "handoff-1-to-2.md"), "**Goal:** old goal\n")
+	write(t, filepath.Join(scratch, "handoff-2-to-3.md"), handoff)
+	st, _ = LoadState(scratch, mode)
+	if st.Goal != "Add retry logic to the HTTP client (from the handoff)" || st.Mode != "refactor" || len(st.Decisions) != 2 ||
+		strings.Join(st.Constraints, "|") != "no new dependencies" || strings.Join(st.NextSteps, "|") != "Use Plan: docs/plans/retry.md" {
+		t.Errorf("handoff: %+v", st)
+	}
+	if len(st.Sources) != 3 || filepath.Base(st.Sources[0]) != "handoff-2-to-3.md" {
+		t.Errorf("sources %q", st.Sources)
+	}
+}
+
+func TestRenderCSB(t *testing.T) {
+	attempts, cps := buildRun()
+	attempts[0].Summary = "Plan written: 4 tasks, 2 waves"
+	p, err := Build(attempts, cps, allOK, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := State{Goal: "Add retry logic", Mode: "feature", Decisions: []string{"[DEC-1] backoff: simple"}, NextSteps: []string{"code review"}}
+	got := RenderCSB(CSBInput{State: st, Plan: p, Skill: "build", Session: "replay-1", Scratch: "/scratch",
+		FilesModified: []string{"client.go"}, Redispatched: map[int]int{5: 7, 6: 8}})
+	want := `===COMPRESSION_STATE===
+Goal: Add retry logic
+Skill: build
+Phase: 3
+Health: GREEN (reset on resume)
+Mode: feature
+
+Progress:
+- Phases 2 completed in prior session
+- Resuming from pre-wave-2 via replay
+- seq 1 plan-writer (phase 2): Plan written: 4 tasks, 2 waves
+
+Key Decisions (prior session):
+- [DEC-1] backoff: simple
+
+Active Constraints:
+- Replay session replay-1 -- prior work verified through Phase 2
+
+Files Modified:
+- client.go: restored to the checkpoint
+
+Scratch State:
+- Location: /scratch
+- Recovery: pipeline-status.md, handoff manifests, manifest.jsonl
+
+Next Steps:
+1. Re-dispatch seq 5 (implementer, phase 3) as seq 7
+2. Re-dispatch seq 6 (implementer, phase 3) as seq 8
+3. code review
+===END_COMPRESSION_STATE===
+`
+	if got != want {
+		t.Errorf("CSB:\n%s\nwant:\n%s", got, want)
+	}
+}

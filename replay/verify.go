@@ -1,0 +1,205 @@
+package replay
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Commit is one commit of the project's history, as verification needs it.
+type Commit struct {
+	ID      string
+	Time    time.Time
+	Message string
+}
+
+// LogFormat is the `git log` format ParseLog reads: run
+// `git log -z --format=` + LogFormat. -z ends each record with NUL, which no
+// commit message can contain.
+const LogFormat = "%H %ct%n%B"
+
+// ParseLog reads the output of `git log -z --format=` + LogFormat.
+func ParseLog(out []byte) []Commit {
+	var commits []Commit
+	for _, rec := range bytes.Split(out, []byte{0}) {
+		head, msg, _ := strings.Cut(strings.TrimLeft(string(rec), "\n"), "\n")
+		id, ct, ok := strings.Cut(head, " ")
+		if !ok {
+			continue
+		}
+		secs, err := strconv.ParseInt(ct, 10, 64)
+		if err != nil {
+			continue
+		}
+		commits = append(commits, Commit{ID: id, Time: time.Unix(secs, 0).UTC(), Message: msg})
+	}
+	return commits
+}
+
+// Verification is what verifying completed dispatches looks at.
+type Verification struct {
+	Kinds       RoleKinds
+	Commits     []Commit    // the project's history
+	ResultDirs  []string    // where result files live: the dispatch directory, its scratch copy
+	Checkpoints []time.Time // boundary checkpoint times: the latest a dispatch's commits can be
+	Warn        func(string)
+
+	warned map[string]bool
+}
+
+// commitSlack is how long after a dispatch ended its commit may still land.
+const commitSlack = 60 * time.Second
+
+// Verify checks one completed attempt by its role's kind.
+func (v *Verification) Verify(d Dispatch, a Attempt) Finding {
+	kind, known := v.Kinds.Kind(a.Role)
+	if !known && v.Warn != nil {
+		if v.warned == nil {
+			v.warned = map[string]bool{}
+		}
+		if !v.warned[a.Role] {
+			v.warned[a.Role] = true
+			v.Warn(fmt.Sprintf("role %q is not in the role table; verified as output (set it with --role-kind %s=mutating|output|none)", a.Role, a.Role))
+		}
+	}
+	f := Finding{Seq: a.Seq, Role: a.Role, Kind: kind}
+	switch kind {
+	case NoCheck:
+		f.OK, f.Detail = true, "nothing to check"
+	case Output:
+		f.OK, f.Detail = v.resultFile(a)
+	case Mutating:
+		f.OK, f.Detail = v.commit(a)
+	}
+	return f
+}
+
+// ResultFile is the name of the file an output-producing dispatch leaves:
+// "<seq>-<template>-result.md".
+func ResultFile(a Attempt) string {
+	return fmt.Sprintf("%d-%s-result.md", a.Seq, Template(a))
+}
+
+// Template is the template name of a dispatch: its file name without the seq
+// prefix and the .md suffix ("4-code-reviewer.md" -> "code-reviewer").
+func Template(a Attempt) string {
+	name := strings.TrimSuffix(a.File, ".md")
+	if rest, ok := strings.CutPrefix(name, strconv.Itoa(a.Seq)+"-"); ok {
+		return rest
+	}
+	if a.Role != "" && name == "" {
+		return a.Role
+	}
+	return name
+}
+
+func (v *Verification) resultFile(a Attempt) (bool, string) {
+	name := ResultFile(a)
+	for _, dir := range v.ResultDirs {
+		if dir == "" {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && fi.Mode().IsRegular() {
+			return true, "result file " + name + " present"
+		}
+	}
+	return false, "result file " + name + " missing"
+}
+
+func (v *Verification) commit(a Attempt) (bool, string) {
+	start := a.Time
+	var end time.Time
+	if a.Duration != nil {
+		end = start.Add(time.Duration(*a.Duration)*time.Second + commitSlack)
+	} else {
+		// No duration recorded: the work must at least be committed before the
+		// next boundary checkpoint was taken.
+		for _, t := range v.Checkpoints {
+			if t.After(start) && (end.IsZero() || t.Before(end)) {
+				end = t
+			}
+		}
+	}
+	words := significantWords(a.Summary)
+	for _, c := range v.Commits {
+		if c.Time.Before(start) || (!end.IsZero() && c.Time.After(end)) {
+			continue
+		}
+		if a.Task != nil && namesTask(c.Message, *a.Task) {
+			return true, fmt.Sprintf("commit %s names task %d", short(c.ID), *a.Task)
+		}
+		if len(words) > 0 && sharesHalf(c.Message, words) {
+			return true, fmt.Sprintf("commit %s matches the summary", short(c.ID))
+		}
+	}
+	window := "from " + start.Format(time.RFC3339)
+	if !end.IsZero() {
+		window += " to " + end.Format(time.RFC3339)
+	}
+	return false, "no commit " + window + " names the task or matches the summary"
+}
+
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// namesTask reports whether a commit message names task k: "task 3", "Task-3",
+// "task 3:", "TASK #3".
+func namesTask(msg string, k int) bool {
+	re := regexp.MustCompile(`(?i)\btask[\s_-]*#?` + strconv.Itoa(k) + `\b`)
+	return re.MatchString(msg)
+}
+
+var stopWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`about above after again against also because been before being below between both
+		could does doing done down during each from further have having here into just like made make more most
+		once only other over same should some such than that their them then there these they this those through
+		under until very were what when where which while will with would your added adds update updated`) {
+		stopWords[w] = true
+	}
+}
+
+// significantWords are the distinct lower-case words of four or more letters
+// that are not stop words.
+func significantWords(s string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, w := range words(s) {
+		if len([]rune(w)) >= 4 && !stopWords[w] && !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func words(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127)
+	})
+}
+
+// sharesHalf reports whether msg contains at least half of words.
+func sharesHalf(msg string, want []string) bool {
+	have := map[string]bool{}
+	for _, w := range words(msg) {
+		have[w] = true
+	}
+	n := 0
+	for _, w := range want {
+		if have[w] {
+			n++
+		}
+	}
+	return 2*n >= len(want)
+}
