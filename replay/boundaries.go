@@ -24,9 +24,10 @@ var buildBoundaries = []struct {
 }
 
 // otherBoundaryPrefixes are the boundary reasons of the other skills: build's
-// cleanup tasks, quality-gate fix rounds, debugging cycles.
+// cleanup tasks, quality-gate fix rounds, debugging cycles, and pre-phase-<P>.
 var otherBoundaryPrefixes = []string{
 	"pre-cleanup-task-", "pre-qg-fix-round-", "pre-debug-fix-cycle-", "pre-where-else", "pre-debug-gate",
+	"pre-phase-", // rewind's own, taken by replay --exec at a phase start no skill names
 }
 
 // IsBoundaryReason reports whether a checkpoint reason marks a pipeline boundary

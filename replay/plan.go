@@ -105,10 +105,10 @@ var ErrNoBoundary = errors.New("no verified boundary with a checkpoint to resume
 // ErrEmpty means the manifest has no dispatches.
 var ErrEmpty = errors.New("manifest is empty or entirely corrupted; cannot resume")
 
-// Group turns attempts (in manifest order) into logical dispatches, sorted by the
+// GroupAttempts turns attempts (in manifest order) into logical dispatches, sorted by the
 // time of their newest attempt (seq breaks ties). Attempts with unknown times take
 // the time of the nearest earlier seq that has one.
-func Group(attempts []Attempt) []Dispatch {
+func GroupAttempts(attempts []Attempt) []Dispatch {
 	attempts = append([]Attempt(nil), attempts...) // times are filled in on a copy
 	bySeq := map[int]*Attempt{}
 	var seqs []int
@@ -214,7 +214,7 @@ func Build(attempts []Attempt, checkpoints []Checkpoint, verify Verifier, opt Op
 	if len(attempts) == 0 {
 		return nil, ErrEmpty
 	}
-	ds := Group(attempts)
+	ds := GroupAttempts(attempts)
 	p := &Plan{Dispatches: ds, Phases: Phases(attempts, ds)}
 
 	// The earliest dispatch that is not done, or done and not verified.

@@ -212,7 +212,7 @@ func TestCompletePipeline(t *testing.T) {
 func TestUnknownTimesAreInferred(t *testing.T) {
 	attempts, cps := buildRun()
 	attempts[4].Time = time.Time{} // seq 5's dispatch file is lost
-	ds := Group(attempts)
+	ds := GroupAttempts(attempts)
 	for _, d := range ds {
 		if d.Seq() == 5 && (!d.Latest().Time.Equal(at(31)) || d.Latest().TimeFrom != "inferred") {
 			t.Errorf("seq 5 time %v from %q", d.Latest().Time, d.Latest().TimeFrom)

@@ -1,0 +1,87 @@
+package replay
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSummary(t *testing.T) {
+	for out, want := range map[string]string{
+		"\n\n  first line\nsecond\n":                  "first line",
+		"working\nSUMMARY: one\nmore\nSUMMARY: two\n": "two",
+		"": "",
+	} {
+		if got := Summary(out); got != want {
+			t.Errorf("Summary(%q) = %q, want %q", out, got, want)
+		}
+	}
+}
+
+func TestWavesFollowTheOriginalBoundaries(t *testing.T) {
+	attempts, cps := buildRun()
+	attempts = append(attempts, att(7, "code-reviewer", "4", "dispatched", 70))
+	var jobs []Job
+	for i, a := range attempts[2:] {
+		jobs = append(jobs, Job{Seq: 10 + i, ReplayOf: a.Seq, From: a})
+	}
+	var got [][]int
+	var reasons []string
+	for _, w := range Waves(jobs, cps) {
+		var s []int
+		for _, j := range w.Jobs {
+			s = append(s, j.ReplayOf)
+		}
+		got = append(got, s)
+		reasons = append(reasons, w.Checkpoint)
+	}
+	if !reflect.DeepEqual(got, [][]int{{3, 4}, {5, 6}, {7}}) || !reflect.DeepEqual(reasons, []string{"", "pre-wave-2", "pre-temper"}) {
+		t.Errorf("waves %v reasons %q", got, reasons)
+	}
+}
+
+func TestRunnerRunsAgents(t *testing.T) {
+	wt, dd := t.TempDir(), t.TempDir()
+	file := filepath.Join(dd, "11-implementer.md")
+	write(t, file, "# Dispatch: implementer\n")
+	r := Runner{
+		Command:     `echo "working on $REWIND_ROLE seq $REWIND_SEQ of $REWIND_REPLAY_OF task $REWIND_TASK in $(pwd)"; echo noise >&2; echo "SUMMARY: done é"; [ "$REWIND_PHASE" = 3 ]`,
+		WorkTree:    wt,
+		DispatchDir: dd,
+		Session:     "s1",
+		Jobs:        2,
+		Now:         time.Now,
+	}
+	a := att(6, "implementer", "3", "dispatched", 51)
+	a.Task = intp(2)
+	w := Wave{Jobs: []Job{{Seq: 11, ReplayOf: 6, From: a, DispatchFile: file}}}
+	var recorded []Outcome
+	outs, err := r.RunWave(context.Background(), w, func(o Outcome) error { recorded = append(recorded, o); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := outs[0]
+	wantOut := "working on implementer seq 11 of 6 task 2 in " + wt + "\nSUMMARY: done é\n"
+	if o.Status != "completed" || o.Summary != "done é" || o.OutputChars != len([]rune(wantOut)) || len(recorded) != 1 {
+		t.Errorf("outcome %+v", o)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dd, "11-implementer-result.md")); string(data) != wantOut {
+		t.Errorf("result file %q", data)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dd, "11-implementer-stderr.log")); string(data) != "noise\n" {
+		t.Errorf("stderr log %q", data)
+	}
+	a.Phase = "4"
+	w.Jobs[0].From = a
+	outs, _ = r.RunWave(context.Background(), w, func(Outcome) error { return nil })
+	if outs[0].Status != "failed" || outs[0].ExitCode != 1 {
+		t.Errorf("failing agent: %+v", outs[0])
+	}
+	if entries, _ := os.ReadDir(dd); len(entries) != 3 || strings.HasPrefix(entries[0].Name(), ".rewind-tmp") {
+		t.Errorf("dispatch dir holds %d entries", len(entries))
+	}
+}
