@@ -54,3 +54,15 @@ func TestGitMissingOrOld(t *testing.T) {
 		t.Errorf("message %q, want %q", got, want)
 	}
 }
+
+func FuzzParseVersion(f *testing.F) {
+	for _, s := range []string{"git version 2.39.5\n", "git version 2.39.3 (Apple Git-146)", "2.25", "", "git version x.y"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v := parseVersion(s)
+		if atLeast(v, MinVersion) && len(numbers(v)) == 0 {
+			t.Fatalf("%q accepted with no version number", s)
+		}
+	})
+}

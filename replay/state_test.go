@@ -132,3 +132,15 @@ Next Steps:
 		t.Errorf("CSB:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+func FuzzStateParsers(f *testing.F) {
+	f.Add(statusFile)
+	f.Add(handoff)
+	f.Add("mode: refactor\nabc1234\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		var st State
+		st.fromHandoff(text)
+		st.fromCompressionState(text)
+		parseModeFile(text)
+	})
+}

@@ -29,7 +29,7 @@ func ParseLog(out []byte) []Commit {
 	for _, rec := range bytes.Split(out, []byte{0}) {
 		head, msg, _ := strings.Cut(strings.TrimLeft(string(rec), "\n"), "\n")
 		id, ct, ok := strings.Cut(head, " ")
-		if !ok {
+		if !ok || id == "" {
 			continue
 		}
 		secs, err := strconv.ParseInt(ct, 10, 64)

@@ -104,3 +104,15 @@ func TestRoleKindsSet(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseLog(f *testing.F) {
+	f.Add([]byte("aaaa 1772359200\nmsg\n\x00bbbb 12\n\x00"))
+	f.Add([]byte("\x00\x00 \n"))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		for _, c := range ParseLog(out) {
+			if c.ID == "" || strings.ContainsRune(c.Message, 0) {
+				t.Fatalf("bad commit %+v", c)
+			}
+		}
+	})
+}
