@@ -43,6 +43,9 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func commands() []*cli.Command {
 	return []*cli.Command{
 		versionCommand(),
+		dispatchCommand(),
+		manifestCommand(),
+		pipelineCommand(),
 	}
 }
 

@@ -1,0 +1,371 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"rewind/gitexec"
+	"rewind/manifest"
+)
+
+// `rewind pipeline` writes and reads the lifecycle markers of a pipeline run in
+// its scratch directory, so a skill needs one command per step.
+
+func scratchFlag() cli.Flag {
+	return &cli.StringFlag{Name: "scratch", EnvVars: []string{"REWIND_SCRATCH"}, TakesFile: true,
+		Usage: "the scratch `DIR` (default: ~/.claude/projects/<sha256(work tree)[:16]>/memory/)"}
+}
+
+func pipelineCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "pipeline",
+		Usage: "the lifecycle markers of a pipeline run: start, phase, finish, status",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "start",
+				Usage:     "create the dispatch directory and the markers; print the dispatch directory",
+				ArgsUsage: " ",
+				Description: "Creates /tmp/crucible-dispatch-<session>/ (REWIND_TMPDIR replaces /tmp), writes\n" +
+					"<scratch>/.pipeline-active (with the project's branch and HEAD) and\n" +
+					"<scratch>/.dispatch-active-<session>, and prints the dispatch directory. The session\n" +
+					"defaults to the current Unix time. A marker of the same session is compaction recovery;\n" +
+					"another session's marker means that pipeline crashed: refused (exit 1) unless --force,\n" +
+					"which archives the old marker as .pipeline-crashed-<id>.",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "skill", Usage: "the `NAME` of the skill that runs the pipeline (build, quality-gate, ...)"},
+					scratchFlag(),
+					&cli.StringFlag{Name: "session", Usage: "the session `ID` (default: the Unix time)"},
+					&cli.StringFlag{Name: "phase", Usage: "the first `PHASE`"},
+					&cli.BoolFlag{Name: "force", Usage: "archive another session's marker instead of refusing"},
+				},
+				Action: pipelineStart,
+			},
+			{
+				Name:      "phase",
+				Usage:     "record the current phase in .pipeline-active (atomically)",
+				ArgsUsage: "PHASE",
+				Flags:     []cli.Flag{scratchFlag()},
+				Action:    pipelinePhase,
+			},
+			{
+				Name:      "finish",
+				Usage:     "clean up the dispatch directory as crucible does and remove the markers",
+				ArgsUsage: " ",
+				Description: "Success: copies manifest.jsonl and receipt-ledger.jsonl (both must exist) to\n" +
+					"<scratch>/crucible-dispatch-<id>/ and deletes the dispatch directory. --failed: copies\n" +
+					"the whole dispatch directory there and leaves it in place. Then removes .pipeline-active\n" +
+					"and .dispatch-active-<id>. A refused cleanup keeps the markers.",
+				Flags: []cli.Flag{
+					scratchFlag(),
+					&cli.BoolFlag{Name: "failed", Usage: "the pipeline failed or escalated: keep the whole dispatch directory"},
+				},
+				Action: pipelineFinish,
+			},
+			{
+				Name:      "status",
+				Usage:     "report the active (or crashed) pipeline",
+				ArgsUsage: " ",
+				Flags: []cli.Flag{
+					scratchFlag(),
+					&cli.StringFlag{Name: "session", Usage: "the caller's session `ID`: another session's marker is reported as crashed"},
+				},
+				Action: pipelineStatus,
+			},
+		},
+	}
+}
+
+// scratchDir is --scratch, or crucible's default for the work tree.
+func scratchDir(c *cli.Context) (string, error) {
+	o := opts(c)
+	if s := c.String("scratch"); s != "" {
+		abs, err := filepath.Abs(s)
+		if err != nil {
+			return "", usageErrorf("--scratch %q: %v", s, err)
+		}
+		return abs, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", withHint(fmt.Errorf("no home directory for the default scratch directory: %w", err), "pass --scratch DIR")
+	}
+	sum := sha256.Sum256([]byte(o.WorkTree))
+	return filepath.Join(home, ".claude", "projects", hex.EncodeToString(sum[:])[:16], "memory"), nil
+}
+
+// tmpDir is where dispatch directories go: REWIND_TMPDIR, else /tmp (crucible's
+// fixed location, not $TMPDIR).
+func tmpDir() string {
+	if d := os.Getenv("REWIND_TMPDIR"); d != "" {
+		return d
+	}
+	return "/tmp"
+}
+
+// projectHead reads the branch and HEAD of the project through the read-only
+// git runner; nil values when they cannot be read.
+func projectHead(c *cli.Context) (branch, sha *string, err error) {
+	p := gitexec.Project{Dir: opts(c).WorkTree}
+	out, err := p.Run(c.Context, "rev-parse", "--verify", "HEAD")
+	if err == nil {
+		s := strings.TrimSpace(string(out))
+		sha = &s
+	}
+	out, berr := p.Run(c.Context, "branch", "--show-current")
+	if berr == nil {
+		b := strings.TrimSpace(string(out))
+		branch = &b
+	}
+	if err == nil {
+		err = berr
+	}
+	return branch, sha, err
+}
+
+func pipelineStart(c *cli.Context) error {
+	o := opts(c)
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	skill := c.String("skill")
+	if skill == "" {
+		return usageErrorf("pipeline start needs --skill NAME")
+	}
+	session := c.String("session")
+	if session != "" && !manifest.ValidSession(session) {
+		return usageErrorf("invalid --session %q: use letters, digits, '_', '-' and '.' (it names a directory)", session)
+	}
+	scratch, err := scratchDir(c)
+	if err != nil {
+		return err
+	}
+	branch, sha, gerr := projectHead(c)
+	if gerr != nil {
+		if errors.Is(gerr, gitexec.ErrGitNotFound) {
+			return gerr
+		}
+		what := "baseline_sha"
+		if branch == nil {
+			what = "branch and baseline_sha"
+		}
+		o.warnf("cannot read the project's HEAD in %s; %s recorded as null", o.WorkTree, what)
+	}
+	res, err := manifest.Start(manifest.StartOptions{
+		Skill: skill, Scratch: scratch, Session: session, Phase: c.String("phase"),
+		TmpDir: tmpDir(), Now: o.Now(), Branch: branch, SHA: sha, Force: c.Bool("force"),
+	})
+	var crash *manifest.CrashedError
+	if errors.As(err, &crash) {
+		return crashHints(crash, branch, scratch)
+	}
+	if err != nil {
+		return fmt.Errorf("pipeline start: %w", err)
+	}
+	m := res.Marker
+	switch {
+	case res.Resumed:
+		o.notef("pipeline %s is already active; continuing it (compaction recovery)", m.PipelineID)
+	case res.Archived != "":
+		o.notef("archived the marker of crashed pipeline %s as %s", prevID(res.Previous), res.Archived)
+	}
+	fmt.Fprintln(o.Stdout, m.DispatchDir)
+	return nil
+}
+
+func prevID(m *manifest.Marker) string {
+	if m == nil {
+		return "(unreadable marker)"
+	}
+	return m.PipelineID
+}
+
+// crashHints says what crashed and how to go on.
+func crashHints(crash *manifest.CrashedError, current *string, scratch string) error {
+	var hints []string
+	if m := crash.Marker; m != nil && m.Branch != nil && current != nil && *m.Branch != *current {
+		hints = append(hints, fmt.Sprintf("it ran on branch %s and you are on %s: switch to %s before resuming", *m.Branch, *current, *m.Branch))
+	}
+	if crash.Marker != nil {
+		hints = append(hints, "resume it with: rewind replay "+scratch)
+	}
+	hints = append(hints, "or start afresh with --force (the old marker is kept as .pipeline-crashed-<id>)")
+	return withHint(crash, hints...)
+}
+
+func markerError(err error) error {
+	if errors.Is(err, manifest.ErrNoMarker) {
+		return withHint(err, "start one with: rewind pipeline start --skill NAME")
+	}
+	return err
+}
+
+func pipelinePhase(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErrorf("pipeline phase takes one PHASE argument; got %d", c.NArg())
+	}
+	scratch, err := scratchDir(c)
+	if err != nil {
+		return err
+	}
+	if _, err := manifest.SetPhase(scratch, c.Args().First()); err != nil {
+		return markerError(err)
+	}
+	return nil
+}
+
+func pipelineFinish(c *cli.Context) error {
+	o := opts(c)
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	scratch, err := scratchDir(c)
+	if err != nil {
+		return err
+	}
+	res, err := manifest.Finish(scratch, c.Bool("failed"))
+	var de *manifest.DispatchError
+	if errors.As(err, &de) {
+		return withHint(errors.New(strings.TrimPrefix(de.Msg, "dispatch cleanup: ")),
+			"the markers are kept; fix the dispatch directory, or finish with --failed")
+	}
+	if err != nil {
+		return markerError(err)
+	}
+	fmt.Fprintln(o.Stdout, res.Message)
+	return nil
+}
+
+type statusJSON struct {
+	Active        bool    `json:"active"`
+	State         string  `json:"state"`
+	Scratch       string  `json:"scratch_dir"`
+	PipelineID    string  `json:"pipeline_id,omitempty"`
+	Skill         string  `json:"skill,omitempty"`
+	Phase         string  `json:"phase,omitempty"`
+	StartTime     string  `json:"start_time,omitempty"`
+	DispatchDir   string  `json:"dispatch_dir,omitempty"`
+	Branch        *string `json:"branch"`
+	CurrentBranch *string `json:"current_branch"`
+	BaselineSHA   *string `json:"baseline_sha"`
+	Manifest      string  `json:"manifest,omitempty"`
+	Dispatches    int     `json:"dispatches"`
+	InFlight      []int64 `json:"in_flight"`
+}
+
+func pipelineStatus(c *cli.Context) error {
+	o := opts(c)
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	scratch, err := scratchDir(c)
+	if err != nil {
+		return err
+	}
+	m, err := manifest.ReadMarker(scratch)
+	if errors.Is(err, manifest.ErrNoMarker) {
+		if o.JSON {
+			return writeJSON(o, statusJSON{State: "none", Scratch: scratch, InFlight: []int64{}})
+		}
+		fmt.Fprintf(o.Stdout, "no active pipeline in %s\n", scratch)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	current, _, _ := projectHead(c)
+	doc := statusJSON{Active: true, State: "active", Scratch: scratch, PipelineID: m.PipelineID, Skill: m.Skill,
+		Phase: m.Phase, StartTime: m.StartTime, DispatchDir: m.DispatchDir, Branch: m.Branch, CurrentBranch: current,
+		BaselineSHA: m.BaselineSHA, InFlight: []int64{}}
+	session := c.String("session")
+	switch {
+	case session != "" && session != m.PipelineID:
+		doc.Active, doc.State = false, "crashed"
+	case m.DispatchDir != "" && !isDir(m.DispatchDir):
+		doc.Active, doc.State = false, "interrupted"
+	}
+	if loc, err := manifest.Locate(scratch); err == nil {
+		if ix, err := manifest.Open(loc.Path); err == nil {
+			doc.Manifest = loc.Path
+			doc.Dispatches = ix.Seqs()
+			for _, ph := range ix.Phases() {
+				for _, s := range ph.Seqs {
+					if st, _ := ix.Status(s); st == "dispatched" {
+						doc.InFlight = append(doc.InFlight, s)
+					}
+				}
+			}
+			ix.Close()
+		}
+	}
+	if o.JSON {
+		return writeJSON(o, doc)
+	}
+	w := o.Stdout
+	fmt.Fprintf(w, "pipeline %s (%s): %s\n", m.PipelineID, orDash(m.Skill), stateText(doc.State, session))
+	fmt.Fprintf(w, "phase: %s\n", orDash(m.Phase))
+	fmt.Fprintf(w, "started: %s\n", orDash(m.StartTime))
+	branchLine := "branch: " + ptrOr(m.Branch, "(unknown)")
+	if current != nil && m.Branch != nil && *current != *m.Branch {
+		branchLine += fmt.Sprintf(" (you are on %s)", *current)
+	}
+	fmt.Fprintln(w, branchLine)
+	fmt.Fprintf(w, "baseline: %s\n", ptrOr(m.BaselineSHA, "(unknown)"))
+	fmt.Fprintf(w, "scratch: %s\n", scratch)
+	fmt.Fprintf(w, "dispatch dir: %s\n", orDash(m.DispatchDir))
+	if doc.Manifest == "" {
+		fmt.Fprintf(w, "dispatches: none recorded\n")
+	} else {
+		line := fmt.Sprintf("dispatches: %d", doc.Dispatches)
+		if len(doc.InFlight) > 0 {
+			var seqs []string
+			for _, s := range doc.InFlight {
+				seqs = append(seqs, fmt.Sprint(s))
+			}
+			line += fmt.Sprintf(", in flight: seq %s", strings.Join(seqs, ", "))
+		}
+		fmt.Fprintln(w, line)
+	}
+	if !doc.Active {
+		o.hintf("resume it with: rewind replay %s", scratch)
+	}
+	return nil
+}
+
+func stateText(state, session string) string {
+	switch state {
+	case "crashed":
+		return "crashed (this session is " + session + ")"
+	case "interrupted":
+		return "interrupted (its dispatch directory is gone)"
+	}
+	return "active"
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func ptrOr(p *string, def string) string {
+	if p == nil {
+		return def
+	}
+	if *p == "" {
+		return "-"
+	}
+	return *p
+}

@@ -1,0 +1,368 @@
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// This file is `rewind dispatch`: crucible's scripts/dispatch.py, with its
+// messages, plus an flock around every read-then-append and an fsync after it.
+
+// FileName is the manifest's name in a dispatch directory.
+const FileName = "manifest.jsonl"
+
+// LedgerName is the receipt ledger beside the manifest.
+const LedgerName = "receipt-ledger.jsonl"
+
+// DispatchError is a refusal (exit 1) or a usage error (exit 2) of a dispatch
+// command, with dispatch.py's own message.
+type DispatchError struct {
+	Usage bool
+	Msg   string
+}
+
+func (e *DispatchError) Error() string { return e.Msg }
+
+func refuse(format string, a ...any) error {
+	return &DispatchError{Msg: fmt.Sprintf(format, a...)}
+}
+
+// seqScan finds the next seq to allocate: the highest seq + 1, counting a
+// damaged line whose leading {"seq":N is readable as seq N. A damaged line
+// whose seq cannot be read is interior corruption, unless it is the last line
+// (a torn write, ignored as dispatch.py ignores it).
+func seqScan(r io.Reader) (next int64, corrupt int, err error) {
+	have := false
+	var max int64
+	err = Scan(r, func(l *Line) error {
+		switch {
+		case l.SeqOK:
+			if !have || l.Seq > max {
+				max, have = l.Seq, true
+			}
+		case l.Kind == Bad && !l.Last:
+			corrupt++
+		}
+		return nil
+	})
+	if !have {
+		return 1, corrupt, err
+	}
+	return max + 1, corrupt, err
+}
+
+func corruptMsg(cmd string, n int) error {
+	return refuse("dispatch %s: %d interior corrupt line(s) in manifest.jsonl — seq recovery unsafe, refusing to allocate", cmd, n)
+}
+
+// NextSeq is `dispatch seq`: the seq the next dispatch takes, 1 for a missing
+// or empty manifest. It differs from dispatch.py v2, which takes the last
+// line's seq + 1, in taking the highest: the two agree while seqs are appended
+// in increasing order, and the highest never hands out a number twice when
+// parallel dispatches complete out of order.
+func NextSeq(dir string) (int64, error) {
+	f, err := os.Open(filepath.Join(dir, FileName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 1, nil
+	}
+	if err != nil {
+		return 0, refuse("dispatch seq: %v", err)
+	}
+	defer f.Close()
+	// A shared lock: never read a line a writer is half-way through.
+	if err := lockFile(f, false); err != nil {
+		return 0, refuse("dispatch seq: lock %s: %v", f.Name(), err)
+	}
+	next, corrupt, err := seqScan(f)
+	if err != nil {
+		return 0, refuse("dispatch seq: read %s: %v", f.Name(), err)
+	}
+	if corrupt > 0 {
+		return 0, corruptMsg("seq", corrupt)
+	}
+	return next, nil
+}
+
+// appender is an open, exclusively locked manifest.
+type appender struct {
+	f    *os.File
+	size int64
+}
+
+func openAppend(cmd, dir string) (*appender, error) {
+	path := filepath.Join(dir, FileName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o666)
+	if err != nil {
+		return nil, refuse("dispatch %s: cannot open %s: %v", cmd, path, bareErr(err))
+	}
+	if err := lockFile(f, true); err != nil {
+		f.Close()
+		return nil, refuse("dispatch %s: lock %s: %v", cmd, path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, refuse("dispatch %s: %v", cmd, err)
+	}
+	return &appender{f: f, size: fi.Size()}, nil
+}
+
+func (a *appender) close() { a.f.Close() } // closing releases the flock
+
+// reader reads the manifest as it was when the lock was taken.
+func (a *appender) reader() io.Reader { return io.NewSectionReader(a.f, 0, a.size) }
+
+// append writes line and its newline in one write, first ending a torn last
+// line (one without its newline) so the torn line stays a separate, skipped
+// line and the new entry is intact; then fsyncs.
+func (a *appender) append(line []byte) error {
+	buf := make([]byte, 0, len(line)+2)
+	if a.size > 0 {
+		var last [1]byte
+		if _, err := a.f.ReadAt(last[:], a.size-1); err != nil {
+			return err
+		}
+		if last[0] != '\n' {
+			buf = append(buf, '\n')
+		}
+	}
+	buf = append(buf, line...)
+	buf = append(buf, '\n')
+	if _, err := a.f.Write(buf); err != nil {
+		return err
+	}
+	if err := a.f.Sync(); err != nil {
+		return err
+	}
+	if a.size == 0 {
+		// A new file: make its directory entry durable too.
+		return syncDir(filepath.Dir(a.f.Name()))
+	}
+	return nil
+}
+
+// Before is `dispatch before`: it appends d's dispatched entry and returns the
+// seq it got. With auto, the seq is allocated (highest + 1) and appended in one
+// locked step, so parallel dispatches never collide. warn receives dispatch.py's
+// [dispatch WARN] lines.
+func Before(dir string, d Dispatched, auto bool, warn io.Writer) (int64, error) {
+	a, err := openAppend("before", dir)
+	if err != nil {
+		return 0, err
+	}
+	defer a.close()
+	if auto {
+		next, corrupt, err := seqScan(a.reader())
+		if err != nil {
+			return 0, refuse("dispatch before: read %s: %v", a.f.Name(), err)
+		}
+		if corrupt > 0 {
+			return 0, corruptMsg("before", corrupt)
+		}
+		d.Seq = next
+	}
+	line := Fit(d.Record(), nil, warn)
+	if err := a.append(line); err != nil {
+		return 0, refuse("dispatch before: write %s: %v", a.f.Name(), err)
+	}
+	return d.Seq, nil
+}
+
+// After is `dispatch after`: it appends the completion of seq c.Seq, copying
+// the dispatch's fields from the last dispatched entry for that seq, and
+// returns that entry's file as dispatch.py prints it. It refuses to fabricate a
+// completion when there is no dispatched entry. Damaged lines are skipped.
+func After(dir string, c Completion, warn io.Writer) (string, error) {
+	if !contains(AfterStatuses, c.Status) {
+		return "", &DispatchError{Usage: true, Msg: fmt.Sprintf("dispatch after: status must be one of %s", pyList(AfterStatuses))}
+	}
+	noPrev := refuse("dispatch after: no dispatched entry for seq %d — refusing to fabricate a completion record", c.Seq)
+	if _, err := os.Stat(filepath.Join(dir, FileName)); errors.Is(err, fs.ErrNotExist) {
+		return "", noPrev
+	}
+	a, err := openAppend("after", dir)
+	if err != nil {
+		return "", err
+	}
+	defer a.close()
+	var prev []byte
+	err = Scan(a.reader(), func(l *Line) error {
+		if l.Kind != Entry || l.Seq != c.Seq {
+			return nil
+		}
+		if st := gjson.GetBytes(l.Raw, "status"); st.Type == gjson.String && st.Str == "dispatched" {
+			prev = append(prev[:0], l.Raw...)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", refuse("dispatch after: read %s: %v", a.f.Name(), err)
+	}
+	if prev == nil {
+		return "", noPrev
+	}
+	line := Fit(c.Record(prev), c.Summary, warn)
+	if err := a.append(line); err != nil {
+		return "", refuse("dispatch after: write %s: %v", a.f.Name(), err)
+	}
+	return PyStr(gjson.GetBytes(prev, "file")), nil
+}
+
+// Cleanup is `dispatch cleanup`: on success it copies manifest.jsonl and
+// receipt-ledger.jsonl (both must exist) to <scratch>/<basename of dir>/ and
+// deletes dir; with failed it copies the whole directory there, merging into an
+// existing copy, and leaves dir in place. Every file is written atomically. It
+// returns dispatch.py's message.
+func Cleanup(dir, scratch string, failed bool) (string, error) {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", refuse("dispatch cleanup: dispatch dir missing: %s", dir)
+	}
+	dst := pyJoin(scratch, PyBasename(pyNormpath(dir)))
+	if failed {
+		if err := copyTree(dir, dst, map[fileID]bool{}); err != nil {
+			return "", refuse("dispatch cleanup: %v", unwrapPath(err))
+		}
+		return fmt.Sprintf("copied dispatch dir to %s (left /tmp in place)", dst), nil
+	}
+	manifest := filepath.Join(dir, FileName)
+	ledger := filepath.Join(dir, LedgerName)
+	if !exists(manifest) || !exists(ledger) {
+		return "", refuse("dispatch cleanup: both manifest.jsonl and receipt-ledger.jsonl must exist before deleting the dispatch dir (refusing)")
+	}
+	if err := os.MkdirAll(dst, 0o777); err != nil {
+		return "", refuse("dispatch cleanup: %v", err)
+	}
+	// Hold the manifest lock while copying, so the copy ends on a whole line.
+	if f, err := os.Open(manifest); err == nil {
+		if lockFile(f, true) == nil {
+			defer f.Close()
+		} else {
+			f.Close()
+		}
+	}
+	for _, name := range []string{FileName, LedgerName} {
+		if err := copyFileAtomic(filepath.Join(dir, name), filepath.Join(dst, name)); err != nil {
+			return "", refuse("dispatch cleanup: copy %s: %v", name, unwrapPath(err))
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", refuse("dispatch cleanup: delete %s: %v", dir, err)
+	}
+	return fmt.Sprintf("copied manifest.jsonl + receipt-ledger.jsonl to %s; deleted %s", dst, dir), nil
+}
+
+// fileID identifies a directory, to stop at a symlink loop.
+type fileID struct{ dev, ino uint64 }
+
+// copyTree copies src into dst as shutil.copytree(..., dirs_exist_ok=True)
+// does: symlinks followed, existing files overwritten, existing directories
+// merged into.
+func copyTree(src, dst string, onPath map[fileID]bool) error {
+	fi, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	id, ok := idOf(fi)
+	if ok {
+		if onPath[id] {
+			return fmt.Errorf("%s: symlink loop", src)
+		}
+		onPath[id] = true
+		defer delete(onPath, id)
+	}
+	if err := os.MkdirAll(dst, 0o777); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		s, d := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
+		efi, err := os.Stat(s) // follows symlinks
+		if err != nil {
+			return err
+		}
+		switch {
+		case efi.IsDir():
+			if err := copyTree(s, d, onPath); err != nil {
+				return err
+			}
+		case efi.Mode().IsRegular():
+			if err := copyFileAtomic(s, d); err != nil {
+				return err
+			}
+		}
+	}
+	return os.Chtimes(dst, fi.ModTime(), fi.ModTime())
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// pyList renders a list of strings as Python prints it: ['a', 'b'].
+func pyList(list []string) string {
+	q := make([]string, len(list))
+	for i, s := range list {
+		q[i] = PyRepr(s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// pyJoin is os.path.join(a, b).
+func pyJoin(a, b string) string {
+	switch {
+	case strings.HasPrefix(b, "/"):
+		return b
+	case a == "" || strings.HasSuffix(a, "/"):
+		return a + b
+	}
+	return a + "/" + b
+}
+
+// PyBasename is os.path.basename: the part after the last slash.
+func PyBasename(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
+
+// pyNormpath is os.path.normpath for the cases that matter here.
+func pyNormpath(p string) string {
+	if p == "" {
+		return "."
+	}
+	return filepath.Clean(p)
+}
+
+// bareErr drops the *PathError wrapping, for messages that name the path.
+func bareErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// unwrapPath drops the *PathError wrapping so messages name the path once.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
+	}
+	return err
+}

@@ -1,0 +1,240 @@
+package manifest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const sample = `{"seq":1,"file":"1-plan.md","role":"plan-writer","phase":"2","status":"dispatched","input_chars":100,"model_tier":"opus"}
+{"seq":1,"file":"1-plan.md","role":"plan-writer","phase":"2","status":"completed","duration_s":60,"input_chars":100,"output_chars":40,"model_tier":"opus"}
+{"event":"timeout-override","value":3}
+{"seq":2,"file":"2-impl.md","role":"implementer","phase":"3","status":"dispatched","input_chars":200,"model_tier":"sonnet"}
+{"seq":3,"file":"3-impl.md","role":"implementer","phase":"3","status":"dispatched","input_chars":300,"model_tier":"sonnet"}
+not json
+{"seq":2,"file":"2-impl.md","role":"implementer","phase":"3","status":"failed","duration_s":5,"input_chars":200,"model_tier":"sonnet"}
+{"seq":2,"file":"2-impl.md","role":"implementer","phase":"3","status":"dispatched","input_chars":200,"model_tier":"sonnet"}
+{"seq":2,"file":"2-impl.md","role":"implementer","phase":"3","status":"completed","duration_s":7,"input_chars":200,"output_chars":10,"model_tier":"sonnet"}
+{"seq":3,"file":"3-impl.md","ro`
+
+func openSample(t *testing.T, data string) *Index {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), FileName)
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix
+}
+
+func TestIndexPhases(t *testing.T) {
+	ix := openSample(t, sample)
+	if ix.Lines != 10 || ix.Entries != 7 || ix.Seqs() != 3 {
+		t.Fatalf("lines %d entries %d seqs %d", ix.Lines, ix.Entries, ix.Seqs())
+	}
+	var skipped []string
+	for _, p := range ix.Skipped() {
+		skipped = append(skipped, p.Kind)
+	}
+	if strings.Join(skipped, " ") != "not_a_dispatch_entry invalid_json torn_last_line" {
+		t.Errorf("skipped: %v", skipped)
+	}
+	phases := ix.Phases()
+	if len(phases) != 2 || phases[0].Label != "2" || phases[0].Status != PhaseComplete || phases[1].Label != "3" || phases[1].Status != PhaseInFlight {
+		t.Fatalf("phases: %+v", phases)
+	}
+	var got []string
+	err := ix.EachEntry(phases[1], func(seq int64, line []byte) error {
+		got = append(got, string(line))
+		return nil
+	})
+	if err != nil || len(got) != 2 || !strings.Contains(got[0], `"seq":2`) || !strings.Contains(got[0], `"completed"`) || !strings.Contains(got[1], `"dispatched"`) {
+		t.Errorf("entries: %q, %v", got, err)
+	}
+}
+
+func TestIndexEachInFirstAppearanceOrder(t *testing.T) {
+	ix := openSample(t, sample)
+	var seqs []int64
+	ix.Each(func(seq int64, line []byte) error {
+		seqs = append(seqs, seq)
+		return nil
+	})
+	if fmt.Sprint(seqs) != "[1 2 3]" {
+		t.Errorf("got %v", seqs)
+	}
+	line, ok, err := ix.Entry(2)
+	if !ok || err != nil || !strings.Contains(string(line), `"completed"`) {
+		t.Errorf("Entry(2) = %s, %v, %v", line, ok, err)
+	}
+	if st, _ := ix.Status(3); st != "dispatched" {
+		t.Errorf("Status(3) = %q", st)
+	}
+}
+
+func TestIndexEmpty(t *testing.T) {
+	ix := openSample(t, "garbage\n{\"event\":1}\n")
+	st, err := ComputeStats(ix)
+	if !errors.Is(err, ErrEmpty) || st != nil {
+		t.Errorf("stats of an empty manifest: %v", err)
+	}
+	if r := Check(ix); r.Errors != 2 {
+		t.Errorf("check: %+v", r)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	data := sample + "\n" +
+		`{"seq":5,"status":"completed"}` + "\n" +
+		`{"seq":4,"status":"running"}` + "\n" +
+		`{"seq":6,"status":"dispatched","summary":"` + strings.Repeat("x", 4100) + `"}` + "\n" +
+		`{"seq":1,"status":"dispatched"}` + "\n"
+	r := Check(openSample(t, data))
+	var kinds []string
+	for _, p := range r.Problems {
+		kinds = append(kinds, p.Severity+":"+p.Kind)
+	}
+	want := "warning:not_a_dispatch_entry error:invalid_json error:invalid_json error:completion_without_dispatch " +
+		"error:unknown_status warning:seq_out_of_order error:completion_without_dispatch error:oversize " +
+		"warning:seq_reused warning:in_flight warning:in_flight warning:in_flight"
+	if strings.Join(kinds, " ") != want {
+		t.Errorf("findings:\n got %s\nwant %s", strings.Join(kinds, " "), want)
+	}
+	if r.Errors != 6 || r.Warnings != 6 {
+		t.Errorf("errors %d warnings %d", r.Errors, r.Warnings)
+	}
+}
+
+func TestCheckGaps(t *testing.T) {
+	r := Check(openSample(t, `{"seq":1,"status":"dispatched"}`+"\n"+`{"seq":1,"status":"completed"}`+"\n"+`{"seq":5,"status":"dispatched"}`+"\n"+`{"seq":5,"status":"completed"}`+"\n"+`{"seq":7,"status":"dispatched"}`+"\n"+`{"seq":7,"status":"skipped"}`+"\n"))
+	var msgs []string
+	for _, p := range r.Problems {
+		msgs = append(msgs, p.Msg)
+	}
+	if strings.Join(msgs, "|") != "seqs 2 to 4 are missing|seq 6 is missing" || r.Errors != 0 {
+		t.Errorf("got %q", msgs)
+	}
+}
+
+func TestStats(t *testing.T) {
+	st, err := ComputeStats(openSample(t, sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Dispatches != 3 || st.InputChars != 600 || st.OutputChars != 50 || st.Rework != 1 || len(st.ReworkSeqs) != 1 || st.ReworkSeqs[0] != 2 {
+		t.Errorf("stats: %+v", st)
+	}
+	if len(st.ByTier) != 2 || st.ByTier[0].Tier != "sonnet" || st.ByTier[0].Dispatches != 2 {
+		t.Errorf("tiers: %+v", st.ByTier)
+	}
+	if len(st.Phases) != 2 || st.Phases[0].DurationS != 60 || st.Phases[1].DurationS != 7 || st.Phases[1].Dispatches != 2 {
+		t.Errorf("phases: %+v", st.Phases)
+	}
+	if EstimatedTokens(st.InputChars) != 150 {
+		t.Error("tokens")
+	}
+}
+
+// FuzzIndex: reading any bytes as a manifest never panics, and the phases hold
+// every seq once.
+func FuzzIndex(f *testing.F) {
+	f.Add([]byte(sample))
+	f.Add([]byte("{\"seq\":1,\"phase\":null}\n{\"seq\":1,\"phase\":[1]}\n{\"seq\":2,\"status\":3}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(t.TempDir(), FileName)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ix, err := Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ix.Close()
+		n := 0
+		for _, ph := range ix.Phases() {
+			n += len(ph.Seqs)
+			if err := ix.EachEntry(ph, func(int64, []byte) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n != ix.Seqs() {
+			t.Fatalf("phases hold %d seqs of %d", n, ix.Seqs())
+		}
+		Check(ix)
+		ComputeStats(ix)
+
+		// The parallel first pass, with tiny blocks, agrees with the sequential one.
+		defer func(n int) { blockSize = n }(blockSize)
+		blockSize = 1 + len(data)%37
+		seq, par := newIndex("x"), newIndex("x")
+		if err := seq.read(bytes.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+		if err := par.readFile(bytes.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(seq.slots, par.slots) || !reflect.DeepEqual(seq.Problems, par.Problems) ||
+			seq.Lines != par.Lines || seq.SkippedLines != par.SkippedLines || !reflect.DeepEqual(seq.phases, par.phases) {
+			t.Fatalf("parallel read differs:\n%+v\n%+v\n%+v\n%+v", seq.slots, par.slots, seq.Problems, par.Problems)
+		}
+	})
+}
+
+// BenchmarkOpenAndRead reads a 100,000-line manifest: the first pass and the
+// read-back of every authoritative line, as `manifest show --json` does.
+func BenchmarkOpenAndRead(b *testing.B) {
+	p := filepath.Join(b.TempDir(), FileName)
+	var sb strings.Builder
+	for s := 1; s <= 50_000; s++ {
+		fmt.Fprintf(&sb, `{"seq":%d,"file":"%d-implementer.md","role":"implementer","phase":"%d","task":%d,"status":"dispatched","duration_s":null,"summary":null,"input_chars":%d,"output_chars":null,"model_tier":"opus","tool_calls":null,"model_profile":"high"}`+"\n", s, s, s/5000, s%40, s)
+		fmt.Fprintf(&sb, `{"seq":%d,"file":"%d-implementer.md","role":"implementer","phase":"%d","task":%d,"status":"completed","duration_s":12,"summary":"%s","input_chars":%d,"output_chars":300,"model_tier":"opus","tool_calls":4,"model_profile":"high","actual_model":null}`+"\n", s, s, s/5000, s%40, strings.Repeat("done; ", s%20), s)
+	}
+	if err := os.WriteFile(p, []byte(sb.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(sb.Len()))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ix, err := Open(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for _, ph := range ix.Phases() {
+			ix.EachEntry(ph, func(_ int64, line []byte) error { n += len(line); return nil })
+		}
+		ix.Close()
+	}
+}
+
+// The parallel first pass agrees with the sequential one whatever the block
+// size: lines cut across blocks, lines longer than a block, torn last lines.
+func TestParallelMatchesSequential(t *testing.T) {
+	defer func(n int) { blockSize = n }(blockSize)
+	inputs := []string{sample, sample + "\n", "", "\n\n", "{\"seq\":1}", strings.Repeat(sample+"\n", 20) + "{\"seq\":9,\"x", "x\n\n  \n"}
+	for _, in := range inputs {
+		for _, size := range []int{1, 2, 7, 64, 300, 4096, 1 << 20} {
+			blockSize = size
+			seq, par := newIndex("x"), newIndex("x")
+			if err := seq.read(strings.NewReader(in)); err != nil {
+				t.Fatal(err)
+			}
+			if err := par.readFile(strings.NewReader(in)); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(seq.slots, par.slots) || !reflect.DeepEqual(seq.Problems, par.Problems) ||
+				seq.Lines != par.Lines || seq.Entries != par.Entries || !reflect.DeepEqual(seq.phases, par.phases) {
+				t.Fatalf("block size %d, input %q: parallel read differs", size, in[:min(len(in), 40)])
+			}
+		}
+	}
+}

@@ -1,0 +1,13 @@
+//go:build !unix
+
+package manifest
+
+import "os"
+
+// lockFile is a no-op where flock does not exist: appends are then only as
+// atomic as the platform's O_APPEND writes.
+func lockFile(f *os.File, exclusive bool) error { return nil }
+
+func unlockFile(f *os.File) error { return nil }
+
+func idOf(fi os.FileInfo) (fileID, bool) { return fileID{}, false }

@@ -1,0 +1,333 @@
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// This file is the pipeline's lifecycle markers in its scratch directory:
+// .pipeline-active (JSON: which pipeline runs, where its dispatch directory is,
+// the branch and HEAD it started from) and .dispatch-active-<id>. Every write is
+// atomic (temporary file, fsync, rename, fsync of the directory).
+
+// ActiveMarker is the pipeline marker's name in the scratch directory.
+const ActiveMarker = ".pipeline-active"
+
+// DispatchActivePrefix starts the name of the per-session dispatch marker.
+const DispatchActivePrefix = ".dispatch-active-"
+
+// ErrNoMarker means the scratch directory has no .pipeline-active.
+var ErrNoMarker = errors.New("no active pipeline")
+
+// Marker is the content of .pipeline-active.
+type Marker struct {
+	PipelineID  string
+	Skill       string
+	Phase       string
+	StartTime   string
+	ScratchDir  string
+	DispatchDir string
+	Branch      *string // nil: unknown (not a git repository)
+	BaselineSHA *string
+	extra       []kv // keys rewind does not know, kept in order
+}
+
+type kv struct {
+	key string
+	val []byte // encoded
+}
+
+// MarkerError is a .pipeline-active that cannot be read.
+type MarkerError struct {
+	Path string
+	Why  string
+}
+
+func (e *MarkerError) Error() string { return fmt.Sprintf("%s: %s", e.Path, e.Why) }
+
+// ReadMarker reads <scratch>/.pipeline-active; ErrNoMarker when there is none.
+func ReadMarker(scratch string) (*Marker, error) {
+	path := filepath.Join(scratch, ActiveMarker)
+	data, err := os.ReadFile(path)
+	if notExist(err) {
+		return nil, fmt.Errorf("%s: %w", scratch, ErrNoMarker)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ParseMarker(path, data)
+}
+
+// ParseMarker parses the JSON of a .pipeline-active (compact or indented).
+func ParseMarker(path string, data []byte) (*Marker, error) {
+	if !gjson.ValidBytes(data) {
+		return nil, &MarkerError{Path: path, Why: "not valid JSON"}
+	}
+	v := gjson.ParseBytes(data)
+	if !v.IsObject() {
+		return nil, &MarkerError{Path: path, Why: "not a JSON object"}
+	}
+	m := &Marker{}
+	str := func(r gjson.Result) string {
+		if r.Type == gjson.String {
+			return r.Str
+		}
+		if r.Type == gjson.Number {
+			return r.Raw // a numeric pipeline id
+		}
+		return ""
+	}
+	ptr := func(r gjson.Result) *string {
+		if r.Type != gjson.String {
+			return nil
+		}
+		s := r.Str
+		return &s
+	}
+	v.ForEach(func(k, val gjson.Result) bool {
+		switch k.Str {
+		case "pipeline_id":
+			m.PipelineID = str(val)
+		case "skill":
+			m.Skill = str(val)
+		case "phase":
+			m.Phase = str(val)
+		case "start_time":
+			m.StartTime = str(val)
+		case "scratch_dir":
+			m.ScratchDir = str(val)
+		case "dispatch_dir":
+			m.DispatchDir = str(val)
+		case "branch":
+			m.Branch = ptr(val)
+		case "baseline_sha":
+			m.BaselineSHA = ptr(val)
+		default:
+			m.extra = append(m.extra, kv{k.Str, AppendValue(nil, val)})
+		}
+		return true
+	})
+	return m, nil
+}
+
+// Encode is the marker as one compact JSON line, keys in crucible's order.
+func (m *Marker) Encode() []byte {
+	r := &Record{}
+	r.Set("pipeline_id", Str(m.PipelineID))
+	r.Set("skill", Str(m.Skill))
+	r.Set("phase", Str(m.Phase))
+	r.Set("start_time", Str(m.StartTime))
+	r.Set("scratch_dir", Str(m.ScratchDir))
+	r.Set("dispatch_dir", Str(m.DispatchDir))
+	r.Set("branch", StrPtr(m.Branch))
+	r.Set("baseline_sha", StrPtr(m.BaselineSHA))
+	for _, e := range m.extra {
+		r.Set(e.key, e.val)
+	}
+	return append(r.Bytes(), '\n')
+}
+
+// WriteMarker writes <scratch>/.pipeline-active atomically.
+func WriteMarker(scratch string, m *Marker) error {
+	return WriteFileAtomic(filepath.Join(scratch, ActiveMarker), m.Encode(), 0o644)
+}
+
+// DispatchActivePath is <scratch>/.dispatch-active-<id>.
+func DispatchActivePath(scratch, id string) string {
+	return filepath.Join(scratch, DispatchActivePrefix+id)
+}
+
+// WriteDispatchActive writes .dispatch-active-<id>: the dispatch directory and
+// the current seq counter, one per line, as crucible's convention has them.
+func WriteDispatchActive(scratch, id, dispatchDir string, seq int64) error {
+	data := fmt.Sprintf("dispatch-dir: %s\nseq: %d\n", dispatchDir, seq)
+	return WriteFileAtomic(DispatchActivePath(scratch, id), []byte(data), 0o644)
+}
+
+var sessionRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$`)
+
+// ValidSession reports whether id can name a dispatch directory.
+func ValidSession(id string) bool { return sessionRE.MatchString(id) }
+
+// StartOptions are the inputs of Start.
+type StartOptions struct {
+	Skill   string
+	Scratch string // absolute
+	Session string // "" means the Unix time of Now
+	Phase   string
+	TmpDir  string // where dispatch directories go (/tmp, or REWIND_TMPDIR)
+	Now     time.Time
+	Branch  *string // read from the project by the caller
+	SHA     *string
+	Force   bool // archive another session's marker instead of refusing
+}
+
+// StartResult says what Start did.
+type StartResult struct {
+	Marker   *Marker
+	Resumed  bool   // the marker was this session's already (compaction recovery)
+	Archived string // where another session's marker was moved (Force)
+	Previous *Marker
+}
+
+// CrashedError is another session's marker found by Start: that pipeline
+// crashed (or still runs elsewhere).
+type CrashedError struct {
+	Scratch  string
+	Marker   *Marker // nil when the marker is unreadable
+	Unusable error   // why it is unreadable
+}
+
+func (e *CrashedError) Error() string {
+	if e.Marker == nil {
+		return fmt.Sprintf("%s holds an unreadable %s (%v)", e.Scratch, ActiveMarker, e.Unusable)
+	}
+	m := e.Marker
+	phase := m.Phase
+	if phase == "" {
+		phase = "(none)"
+	}
+	branch := "(unknown)"
+	if m.Branch != nil {
+		branch = *m.Branch
+	}
+	return fmt.Sprintf("previous %s pipeline %s (started %s on branch %s) crashed at phase %s",
+		orNone(m.Skill), m.PipelineID, orNone(m.StartTime), branch, phase)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(unknown)"
+	}
+	return s
+}
+
+// DispatchDirFor is the dispatch directory of a session: <tmp>/crucible-dispatch-<id>/.
+func DispatchDirFor(tmp, id string) string {
+	return filepath.Join(tmp, "crucible-dispatch-"+id) + "/"
+}
+
+// Start begins a pipeline: it creates the dispatch directory, writes
+// .pipeline-active and .dispatch-active-<id>. A marker of the same session is
+// compaction recovery (kept as it is); another session's marker is a crash:
+// refused with a *CrashedError, or with Force archived first.
+func Start(o StartOptions) (*StartResult, error) {
+	if o.Session == "" {
+		o.Session = strconv.FormatInt(o.Now.Unix(), 10)
+	}
+	if err := os.MkdirAll(o.Scratch, 0o700); err != nil {
+		return nil, err
+	}
+	res := &StartResult{}
+	old, err := ReadMarker(o.Scratch)
+	switch {
+	case errors.Is(err, ErrNoMarker):
+	case err == nil && old.PipelineID == o.Session:
+		res.Marker, res.Resumed = old, true
+		return res, nil
+	case !o.Force:
+		var merr *MarkerError
+		if err != nil && !errors.As(err, &merr) {
+			return nil, err
+		}
+		return nil, &CrashedError{Scratch: o.Scratch, Marker: old, Unusable: err}
+	default:
+		name := "unreadable-" + strconv.FormatInt(o.Now.Unix(), 10)
+		if old != nil && ValidSession(old.PipelineID) {
+			name = old.PipelineID
+		}
+		res.Archived = filepath.Join(o.Scratch, ".pipeline-crashed-"+name)
+		if err := os.Rename(filepath.Join(o.Scratch, ActiveMarker), res.Archived); err != nil {
+			return nil, err
+		}
+		if err := syncDir(o.Scratch); err != nil {
+			return nil, err
+		}
+		res.Previous = old
+	}
+	dir := DispatchDirFor(o.TmpDir, o.Session)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	m := &Marker{
+		PipelineID:  o.Session,
+		Skill:       o.Skill,
+		Phase:       o.Phase,
+		StartTime:   o.Now.UTC().Format(time.RFC3339),
+		ScratchDir:  o.Scratch,
+		DispatchDir: dir,
+		Branch:      o.Branch,
+		BaselineSHA: o.SHA,
+	}
+	// The dispatch marker first: a crash between the two leaves no
+	// .pipeline-active pointing at nothing.
+	if err := WriteDispatchActive(o.Scratch, o.Session, dir, 0); err != nil {
+		return nil, err
+	}
+	if err := WriteMarker(o.Scratch, m); err != nil {
+		return nil, err
+	}
+	res.Marker = m
+	return res, nil
+}
+
+// SetPhase records phase in the marker, atomically.
+func SetPhase(scratch, phase string) (*Marker, error) {
+	m, err := ReadMarker(scratch)
+	if err != nil {
+		return nil, err
+	}
+	m.Phase = phase
+	if err := WriteMarker(scratch, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// FinishResult says what Finish did.
+type FinishResult struct {
+	Marker  *Marker
+	Message string // the cleanup's message
+}
+
+// Finish ends the pipeline: the crucible cleanup of its dispatch directory
+// (see Cleanup; a directory already cleaned up is fine when its durable copy
+// exists), then the markers are removed. A refused cleanup keeps the markers.
+func Finish(scratch string, failed bool) (*FinishResult, error) {
+	m, err := ReadMarker(scratch)
+	if err != nil {
+		return nil, err
+	}
+	res := &FinishResult{Marker: m}
+	dir := m.DispatchDir
+	durable := filepath.Join(scratch, filepath.Base(filepath.Clean(dir)))
+	switch fi, err := os.Stat(dir); {
+	case dir != "" && err == nil && fi.IsDir():
+		msg, err := Cleanup(dir, scratch, failed)
+		if err != nil {
+			return nil, err
+		}
+		res.Message = msg
+	case dir != "" && !failed && isFile(filepath.Join(durable, FileName)):
+		res.Message = fmt.Sprintf("%s is already cleaned up; its copy is in %s", dir, durable)
+	default:
+		return nil, refuse("dispatch cleanup: dispatch dir missing: %s", dir)
+	}
+	remove := []string{filepath.Join(scratch, ActiveMarker)}
+	if ValidSession(m.PipelineID) {
+		remove = append(remove, DispatchActivePath(scratch, m.PipelineID))
+	}
+	for _, p := range remove {
+		if err := os.Remove(p); err != nil && !notExist(err) {
+			return nil, err
+		}
+	}
+	return res, syncDir(scratch)
+}

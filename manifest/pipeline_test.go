@@ -1,0 +1,156 @@
+package manifest
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+func TestPipelineLifecycle(t *testing.T) {
+	root := t.TempDir()
+	scratch := filepath.Join(root, "scratch")
+	tmp := filepath.Join(root, "tmp")
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	branch, sha := "main", "0123456789abcdef0123456789abcdef01234567"
+	o := StartOptions{Skill: "build", Scratch: scratch, TmpDir: tmp, Now: now, Branch: &branch, SHA: &sha}
+	res, err := Start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Marker.PipelineID != "1767323045" || res.Marker.DispatchDir != filepath.Join(tmp, "crucible-dispatch-1767323045")+"/" {
+		t.Fatalf("marker %+v", res.Marker)
+	}
+	data, _ := os.ReadFile(filepath.Join(scratch, ActiveMarker))
+	want := `{"pipeline_id":"1767323045","skill":"build","phase":"","start_time":"2026-01-02T03:04:05Z","scratch_dir":"` + scratch +
+		`","dispatch_dir":"` + tmp + `/crucible-dispatch-1767323045/","branch":"main","baseline_sha":"` + sha + `"}` + "\n"
+	if string(data) != want {
+		t.Errorf("marker:\n got %s\nwant %s", data, want)
+	}
+	da, _ := os.ReadFile(DispatchActivePath(scratch, "1767323045"))
+	if string(da) != "dispatch-dir: "+tmp+"/crucible-dispatch-1767323045/\nseq: 0\n" {
+		t.Errorf("dispatch-active: %q", da)
+	}
+
+	// Same session again: compaction recovery.
+	res, err = Start(o)
+	if err != nil || !res.Resumed {
+		t.Fatalf("same session: %+v, %v", res, err)
+	}
+
+	if _, err := SetPhase(scratch, "3"); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ReadMarker(scratch)
+	if err != nil || m.Phase != "3" {
+		t.Fatalf("phase: %+v, %v", m, err)
+	}
+	if matches, _ := filepath.Glob(filepath.Join(scratch, ".*.tmp-*")); len(matches) > 0 {
+		t.Errorf("temporary files left: %v", matches)
+	}
+
+	// Another session: a crash.
+	o2 := o
+	o2.Session = "99"
+	_, err = Start(o2)
+	var crash *CrashedError
+	if !errors.As(err, &crash) || crash.Marker.PipelineID != "1767323045" ||
+		err.Error() != "previous build pipeline 1767323045 (started 2026-01-02T03:04:05Z on branch main) crashed at phase 3" {
+		t.Fatalf("crash: %v", err)
+	}
+	o2.Force = true
+	res, err = Start(o2)
+	if err != nil || res.Archived != filepath.Join(scratch, ".pipeline-crashed-1767323045") || !exists(res.Archived) {
+		t.Fatalf("force: %+v, %v", res, err)
+	}
+
+	// Finish: the ledger is required, as crucible's cleanup requires it.
+	d := res.Marker.DispatchDir
+	os.WriteFile(filepath.Join(d, FileName), []byte(wantBefore1+"\n"), 0o644)
+	if _, err := Finish(scratch, false); err == nil || !strings.Contains(err.Error(), "receipt-ledger.jsonl must exist") {
+		t.Fatalf("finish without ledger: %v", err)
+	}
+	if !exists(filepath.Join(scratch, ActiveMarker)) {
+		t.Fatal("refused finish removed the marker")
+	}
+	os.WriteFile(filepath.Join(d, LedgerName), []byte("{}\n"), 0o644)
+	fr, err := Finish(scratch, false)
+	if err != nil || !strings.HasPrefix(fr.Message, "copied manifest.jsonl + receipt-ledger.jsonl to "+scratch+"/crucible-dispatch-99; deleted ") {
+		t.Fatalf("finish: %+v, %v", fr, err)
+	}
+	if exists(filepath.Join(scratch, ActiveMarker)) || exists(DispatchActivePath(scratch, "99")) || exists(d) {
+		t.Error("finish left markers or the dispatch dir")
+	}
+	if _, err := Finish(scratch, false); !errors.Is(err, ErrNoMarker) {
+		t.Errorf("finish twice: %v", err)
+	}
+}
+
+func TestMarkerKeepsUnknownKeys(t *testing.T) {
+	scratch := t.TempDir()
+	os.WriteFile(filepath.Join(scratch, ActiveMarker), []byte("{\n  \"pipeline_id\": 7,\n  \"skill\": \"build\",\n  \"phase\": \"2\",\n  \"extra\": [1, 2],\n  \"branch\": null\n}\n"), 0o644)
+	if _, err := SetPhase(scratch, "3"); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(scratch, ActiveMarker))
+	want := `{"pipeline_id":"7","skill":"build","phase":"3","start_time":"","scratch_dir":"","dispatch_dir":"","branch":null,"baseline_sha":null,"extra":[1,2]}` + "\n"
+	if string(data) != want {
+		t.Errorf("got %s", data)
+	}
+	os.WriteFile(filepath.Join(scratch, ActiveMarker), []byte("{\"pipeline_id\":"), 0o644)
+	var me *MarkerError
+	if _, err := ReadMarker(scratch); !errors.As(err, &me) {
+		t.Errorf("unreadable: %v", err)
+	}
+}
+
+// FuzzParseMarker: any bytes parse or fail cleanly, and a parsed marker
+// re-encodes to a marker that parses to the same fields.
+func FuzzParseMarker(f *testing.F) {
+	f.Add([]byte(`{"pipeline_id":"1","skill":"build","phase":"2","branch":null,"x":[1]}`))
+	f.Add([]byte("{\n \"pipeline_id\": 7 }"))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseMarker("m", data)
+		if err != nil {
+			return
+		}
+		m2, err := ParseMarker("m", m.Encode())
+		if err != nil {
+			t.Fatalf("re-encoded marker does not parse: %v\n%s", err, m.Encode())
+		}
+		if m.PipelineID != m2.PipelineID && !strings.ContainsRune(m.PipelineID, utf8.RuneError) {
+			t.Fatalf("pipeline_id %q became %q", m.PipelineID, m2.PipelineID)
+		}
+	})
+}
+
+// A dispatch directory already cleaned up with `dispatch cleanup` is fine for a
+// success finish: its copy is in the scratch directory.
+func TestFinishAfterDispatchCleanup(t *testing.T) {
+	root := t.TempDir()
+	scratch, tmp := filepath.Join(root, "scratch"), filepath.Join(root, "tmp")
+	res, err := Start(StartOptions{Skill: "build", Scratch: scratch, TmpDir: tmp, Session: "7", Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := res.Marker.DispatchDir
+	os.WriteFile(filepath.Join(d, FileName), []byte(wantBefore1+"\n"), 0o644)
+	os.WriteFile(filepath.Join(d, LedgerName), []byte("{}\n"), 0o644)
+	if _, err := Cleanup(d, scratch, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Finish(scratch, true); err == nil {
+		t.Error("--failed finish without the dispatch directory succeeded")
+	}
+	fr, err := Finish(scratch, false)
+	if err != nil || fr.Message != d+" is already cleaned up; its copy is in "+filepath.Join(scratch, "crucible-dispatch-7") {
+		t.Fatalf("finish: %+v, %v", fr, err)
+	}
+	if exists(filepath.Join(scratch, ActiveMarker)) {
+		t.Error("marker left")
+	}
+}

@@ -1,0 +1,176 @@
+package manifest
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/tidwall/gjson"
+)
+
+// Report is the validation report of `rewind manifest check`.
+type Report struct {
+	Source       string
+	Lines        int
+	Entries      int
+	Seqs         int
+	Problems     []Problem // line findings in file order, then seq findings
+	MoreProblems int
+	Errors       int
+	Warnings     int
+}
+
+// Check validates the manifest read into ix: bad lines, lines over MaxLine,
+// unknown or missing statuses, completions without a dispatch, seqs reused or
+// first appearing out of order (found while reading), then seqs still in
+// flight and gaps in the numbering. A manifest with no valid entry is an error.
+func Check(ix *Index) *Report {
+	r := &Report{Source: ix.Source, Lines: ix.Lines, Entries: ix.Entries, Seqs: len(ix.slots),
+		MoreProblems: ix.MoreProblems}
+	r.Problems = append(r.Problems, ix.Problems...)
+	extra := func(p Problem) {
+		if len(r.Problems) >= MaxProblems {
+			r.MoreProblems++
+			return
+		}
+		r.Problems = append(r.Problems, p)
+	}
+	if len(ix.slots) == 0 {
+		extra(Problem{Severity: SevError, Kind: "empty", Msg: "no valid dispatch entry"})
+	}
+	order := make([]int32, len(ix.slots))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	sort.Slice(order, func(a, b int) bool { return ix.slots[order[a]].seq < ix.slots[order[b]].seq })
+	for _, i := range order {
+		s := &ix.slots[i]
+		if ix.statuses[s.status] == "dispatched" {
+			extra(Problem{Line: int(s.line), Seq: seqPtr(s.seq), Severity: SevWarning, Kind: "in_flight",
+				Msg: fmt.Sprintf("seq %d is in flight: dispatched, no completion recorded", s.seq)})
+		}
+	}
+	for k := 1; k < len(order); k++ {
+		a, b := ix.slots[order[k-1]].seq, ix.slots[order[k]].seq
+		if b-a <= 1 {
+			continue
+		}
+		msg := fmt.Sprintf("seq %d is missing", a+1)
+		if b-a > 2 {
+			msg = fmt.Sprintf("seqs %d to %d are missing", a+1, b-1)
+		}
+		extra(Problem{Seq: seqPtr(a + 1), Severity: SevWarning, Kind: "seq_gap", Msg: msg})
+	}
+	for _, p := range r.Problems {
+		if p.Severity == SevError {
+			r.Errors++
+		} else {
+			r.Warnings++
+		}
+	}
+	return r
+}
+
+// Stats is the aggregation crucible's dispatch convention defines.
+type Stats struct {
+	Source      string
+	Dispatches  int            // distinct seqs
+	ByStatus    map[string]int // authoritative status -> seqs
+	InputChars  int64
+	OutputChars int64
+	ByTier      []TierCount
+	Rework      int     // failed/error entries that were retried
+	ReworkSeqs  []int64 // the seqs retried
+	Phases      []PhaseStats
+}
+
+// TierCount is the number of dispatches of one model tier ("" for none).
+type TierCount struct {
+	Tier       string
+	Null       bool
+	Dispatches int
+}
+
+// PhaseStats is the dispatch count and duration of a phase.
+type PhaseStats struct {
+	Label      string
+	JSON       []byte
+	Status     string
+	Dispatches int
+	Completed  int
+	DurationS  int64
+	InputChars int64
+	OutChars   int64
+}
+
+// EstimatedTokens is the convention's estimate: characters / 4.
+func EstimatedTokens(chars int64) int64 { return chars / 4 }
+
+// ComputeStats aggregates the authoritative entries: characters in and out,
+// dispatches by tier and status, rework (an earlier failed or error entry of a
+// seq followed by a retry), and per phase the dispatch count and the sum of
+// duration_s.
+func ComputeStats(ix *Index) (*Stats, error) {
+	if len(ix.slots) == 0 {
+		return nil, ErrEmpty
+	}
+	st := &Stats{Source: ix.Source, Dispatches: len(ix.slots), ByStatus: map[string]int{}}
+	tiers := map[string]int{}
+	var tierOrder []string
+	for _, ph := range ix.Phases() {
+		ps := PhaseStats{Label: ph.Label, JSON: ph.JSON, Status: ph.Status, Dispatches: len(ph.Seqs)}
+		err := ix.EachEntry(ph, func(seq int64, line []byte) error {
+			s := bstr(line)
+			status := gjson.Get(s, "status").Str
+			st.ByStatus[status]++
+			if status == "completed" {
+				ps.Completed++
+			}
+			in, out := gjson.Get(s, "input_chars"), gjson.Get(s, "output_chars")
+			if n, ok := intValue(in); ok {
+				ps.InputChars += n
+			}
+			if n, ok := intValue(out); ok {
+				ps.OutChars += n
+			}
+			if n, ok := intValue(gjson.Get(s, "duration_s")); ok {
+				ps.DurationS += n
+			}
+			key := "\x00"
+			if t := gjson.Get(s, "model_tier"); t.Type == gjson.String {
+				key = t.Str
+			}
+			if _, ok := tiers[key]; !ok {
+				tierOrder = append(tierOrder, key)
+			}
+			tiers[key]++
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		st.InputChars += ps.InputChars
+		st.OutputChars += ps.OutChars
+		st.Phases = append(st.Phases, ps)
+	}
+	sort.SliceStable(tierOrder, func(a, b int) bool {
+		if tiers[tierOrder[a]] != tiers[tierOrder[b]] {
+			return tiers[tierOrder[a]] > tiers[tierOrder[b]]
+		}
+		return tierOrder[a] < tierOrder[b]
+	})
+	for _, k := range tierOrder {
+		tc := TierCount{Tier: k, Dispatches: tiers[k]}
+		if k == "\x00" {
+			tc.Tier, tc.Null = "", true
+		}
+		st.ByTier = append(st.ByTier, tc)
+	}
+	for i := range ix.slots {
+		if n := ix.slots[i].rework; n > 0 {
+			st.Rework += int(n)
+			st.ReworkSeqs = append(st.ReworkSeqs, ix.slots[i].seq)
+		}
+	}
+	sort.Slice(st.ReworkSeqs, func(a, b int) bool { return st.ReworkSeqs[a] < st.ReworkSeqs[b] })
+	return st, nil
+}
