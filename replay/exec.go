@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"rewind/gitexec"
+	"rewind/manifest"
 )
 
 // Job is one re-dispatch: a dispatch of the plan sent again under a new seq.
@@ -126,7 +127,7 @@ func (r Runner) Run(ctx context.Context, j Job) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("seq %d: %w", j.Seq, err)
 	}
 	result := filepath.Join(r.DispatchDir, base+"-result.md")
-	if err := WriteFileAtomic(result, stdout.Bytes(), 0o644); err != nil {
+	if err := manifest.WriteFileAtomic(result, stdout.Bytes(), 0o644); err != nil {
 		return Outcome{}, err
 	}
 	o := Outcome{Job: j, Status: "completed", ExitCode: code, Summary: Summary(stdout.String()),
@@ -189,39 +190,4 @@ func Summary(out string) string {
 		}
 	}
 	return ""
-}
-
-// WriteFileAtomic writes a file so that a crash leaves either the old content
-// or the new, never a part: a temporary file in the same directory, fsync,
-// rename, fsync of the directory.
-func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, ".rewind-tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
 }
