@@ -43,6 +43,7 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func commands() []*cli.Command {
 	return []*cli.Command{
 		versionCommand(),
+		checkpointCommand(),
 		dispatchCommand(),
 		manifestCommand(),
 		pipelineCommand(),

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
+	"rewind/checkpoint"
 	"rewind/gitexec"
 )
 
@@ -74,7 +76,31 @@ func silentExit(code int) error {
 // hints. Errors it does not know are failures (1).
 func classify(err error) (int, []string) {
 	var verr *gitexec.VersionError
+	var busy *checkpoint.BusyError
+	var refErr *checkpoint.RefError
+	var interrupted *checkpoint.InterruptedError
 	switch {
+	case errors.As(err, &busy):
+		return exitBusy, []string{"wait for it to finish, or pass a longer --wait"}
+	case errors.Is(err, checkpoint.ErrForeignStore):
+		return exitGuard, []string{"each work tree needs its own store: unset REWIND_STORE or pass another --store"}
+	case errors.Is(err, checkpoint.ErrBadLabel), errors.Is(err, checkpoint.ErrBadPath):
+		return exitUsage, nil
+	case errors.Is(err, checkpoint.ErrRefusedWorkTree):
+		return exitFailure, []string{"run rewind in a project directory, or pass one with --work-tree"}
+	case errors.As(err, &interrupted):
+		return exitFailure, interrupted.Hints()
+	case errors.As(err, &refErr):
+		var hints []string
+		if len(refErr.Candidates) > 0 {
+			hints = append(hints, "candidates:")
+			for _, c := range refErr.Candidates {
+				hints = append(hints, fmt.Sprintf("  %s %s (%s)", c.Short(), c.Reason, c.Time.Format(time.RFC3339)))
+			}
+		} else {
+			hints = append(hints, "create one with: rewind checkpoint create --reason REASON")
+		}
+		return exitFailure, hints
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted, nil
 	case errors.Is(err, gitexec.ErrGitNotFound):

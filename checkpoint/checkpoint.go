@@ -1,0 +1,349 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"rewind/gitexec"
+)
+
+// refPrefix holds one ref per checkpoint, named by its sequence number.
+const refPrefix = "refs/rewind/checkpoints/"
+
+// Checkpoint is one recorded snapshot.
+type Checkpoint struct {
+	ID      string    // the commit id
+	Seq     int       // the creation order
+	Reason  string    //
+	Source  string    // the skill or command that took it
+	Time    time.Time // when it was taken (UTC)
+	Tree    string
+	Branch  string // the project's branch then, when the work tree is a git repository
+	Head    string // the project's HEAD then
+	Skipped []Skipped
+}
+
+// Short is the 8-character id crucible shows.
+func (c *Checkpoint) Short() string { return c.ID[:8] }
+
+// ErrBadLabel means a reason or source would break the manifest table.
+var ErrBadLabel = errors.New("invalid checkpoint label")
+
+// CheckLabel refuses reasons and sources that are empty, multi-line or hold a
+// "|": they are columns of checkpoint-manifest.md.
+func CheckLabel(what, v string) error {
+	switch {
+	case strings.TrimSpace(v) == "":
+		return fmt.Errorf("%w: the %s is empty", ErrBadLabel, what)
+	case strings.ContainsAny(v, "|\n\r"):
+		return fmt.Errorf("%w: the %s %q holds a '|' or a line break", ErrBadLabel, what, v)
+	case strings.TrimSpace(v) != v:
+		return fmt.Errorf("%w: the %s %q starts or ends with spaces", ErrBadLabel, what, v)
+	}
+	return nil
+}
+
+// List returns every checkpoint, oldest first.
+func (s *Store) List(ctx context.Context) ([]*Checkpoint, error) {
+	if !s.Exists() {
+		return nil, nil
+	}
+	out, err := s.git().Run(ctx, "for-each-ref", "--format=%(refname)%00%(objectname)%00%(tree)%00%(contents)%00", refPrefix)
+	if err != nil {
+		return nil, err
+	}
+	var cps []*Checkpoint
+	fields := bytes.Split(out, []byte{0})
+	for i := 0; i+3 < len(fields); i += 4 {
+		ref := strings.TrimLeft(string(fields[i]), "\n")
+		seq, err := strconv.Atoi(strings.TrimPrefix(ref, refPrefix))
+		if err != nil {
+			continue // not a ref rewind wrote
+		}
+		c := &Checkpoint{ID: string(fields[i+1]), Seq: seq, Tree: string(fields[i+2])}
+		parseMessage(c, string(fields[i+3]))
+		cps = append(cps, c)
+	}
+	sort.Slice(cps, func(a, b int) bool { return cps[a].Seq < cps[b].Seq })
+	return cps, nil
+}
+
+// message is a checkpoint's commit message.
+func message(c *Checkpoint) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s | %s | %s\n", c.Reason, c.Time.Format(time.RFC3339), c.Source)
+	var trailers []string
+	if c.Branch != "" {
+		trailers = append(trailers, "Rewind-Branch: "+c.Branch)
+	}
+	if c.Head != "" {
+		trailers = append(trailers, "Rewind-Head: "+c.Head)
+	}
+	for _, sk := range c.Skipped {
+		trailers = append(trailers, "Rewind-Skipped: "+strconv.Quote(sk.Path)+" "+sk.Why)
+	}
+	if len(trailers) > 0 {
+		b.WriteString("\n" + strings.Join(trailers, "\n") + "\n")
+	}
+	return b.String()
+}
+
+func parseMessage(c *Checkpoint, msg string) {
+	lines := strings.Split(msg, "\n")
+	parts := strings.SplitN(lines[0], " | ", 3)
+	if len(parts) == 3 {
+		c.Reason, c.Source = parts[0], parts[2]
+		if t, err := time.Parse(time.RFC3339, parts[1]); err == nil {
+			c.Time = t.UTC()
+		}
+	} else {
+		c.Reason = lines[0]
+	}
+	for _, l := range lines[1:] {
+		k, v, ok := strings.Cut(l, ": ")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "Rewind-Branch":
+			c.Branch = v
+		case "Rewind-Head":
+			c.Head = v
+		case "Rewind-Skipped":
+			if q, err := strconv.QuotedPrefix(v); err == nil {
+				p, _ := strconv.Unquote(q)
+				c.Skipped = append(c.Skipped, Skipped{Path: p, Why: strings.TrimSpace(v[len(q):])})
+			}
+		}
+	}
+}
+
+// CreateOptions are the inputs of a checkpoint.
+type CreateOptions struct {
+	Reason      string
+	Source      string
+	MaxFileSize int64 // <= 0: DefaultMaxFileSize
+	Keep        int   // checkpoints kept after this one (<= 0: 50)
+}
+
+// Created says what Create did.
+type Created struct {
+	Checkpoint *Checkpoint
+	Files      int
+	Changed    int         // paths changed against the newest earlier checkpoint
+	Unchanged  *Checkpoint // the newest earlier checkpoint when its tree is the same
+	Duplicate  bool        // same reason, source and tree within a second: nothing recorded
+	Evicted    []*Checkpoint
+}
+
+// Create snapshots the work tree.
+func (s *Store) Create(ctx context.Context, opt CreateOptions) (*Created, error) {
+	if err := CheckLabel("reason", opt.Reason); err != nil {
+		return nil, err
+	}
+	if err := CheckLabel("source", opt.Source); err != nil {
+		return nil, err
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := s.ensure(ctx); err != nil {
+		return nil, err
+	}
+	if m, err := s.interruptedRestore(); err == nil && m != nil {
+		return nil, m.err()
+	}
+	return s.create(ctx, opt)
+}
+
+// create is Create under the lock.
+func (s *Store) create(ctx context.Context, opt CreateOptions) (*Created, error) {
+	max := opt.MaxFileSize
+	if max <= 0 {
+		max = DefaultMaxFileSize
+	}
+	cap, err := s.capture(ctx, max)
+	if err != nil {
+		return nil, err
+	}
+	for _, sk := range cap.skipped {
+		s.warn("skipped %s: %s", sk.Path, sk.Why)
+	}
+	cps, err := s.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	res := &Created{Files: cap.files}
+	if len(cps) > 0 {
+		newest := cps[len(cps)-1]
+		if newest.Tree == cap.tree {
+			if newest.Reason == opt.Reason && newest.Source == opt.Source && now.Sub(newest.Time) < time.Second && now.Sub(newest.Time) >= 0 {
+				res.Checkpoint, res.Duplicate = newest, true
+				return res, nil
+			}
+			res.Unchanged = newest
+		} else {
+			changed, err := s.changedPaths(ctx, newest.Tree, cap.tree)
+			if err != nil {
+				return nil, err
+			}
+			res.Changed = len(changed)
+		}
+	} else {
+		res.Changed = cap.files
+	}
+
+	c := &Checkpoint{Reason: opt.Reason, Source: opt.Source, Time: now, Tree: cap.tree, Skipped: cap.skipped}
+	c.Branch, c.Head = s.projectHead(ctx)
+	g := s.git()
+	g.Date = now
+	out, err := g.RunInput(ctx, strings.NewReader(message(c)), "commit-tree", c.Tree)
+	if err != nil {
+		return nil, err
+	}
+	c.ID = strings.TrimSpace(string(out))
+	c.Seq = 1
+	if len(cps) > 0 {
+		c.Seq = cps[len(cps)-1].Seq + 1
+	}
+	// Create-only: the zero old value makes update-ref fail rather than move a
+	// ref that already exists.
+	if _, err := g.Run(ctx, "update-ref", "--no-deref", refName(c.Seq), c.ID, strings.Repeat("0", len(c.ID))); err != nil {
+		return nil, err
+	}
+	cps = append(cps, c)
+	res.Checkpoint = c
+	keep := opt.Keep
+	if keep <= 0 {
+		keep = 50
+	}
+	if res.Evicted, err = s.evict(ctx, cps, keep); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func refName(seq int) string { return fmt.Sprintf("%s%010d", refPrefix, seq) }
+
+// projectHead reads the project's branch and HEAD, when the work tree is in a
+// git repository with commits.
+func (s *Store) projectHead(ctx context.Context) (branch, head string) {
+	p := gitexec.Project{Dir: s.WorkTree}
+	if out, err := p.Run(ctx, "rev-parse", "--verify", "--quiet", "HEAD"); err == nil {
+		head = strings.TrimSpace(string(out))
+	}
+	if head == "" {
+		return "", ""
+	}
+	if out, err := p.Run(ctx, "branch", "--show-current"); err == nil {
+		branch = strings.TrimSpace(string(out))
+	}
+	return branch, head
+}
+
+// evict deletes the refs of all but the newest keep checkpoints (their objects
+// are freed by the next prune) and rewrites the manifest.
+func (s *Store) evict(ctx context.Context, cps []*Checkpoint, keep int) ([]*Checkpoint, error) {
+	var gone []*Checkpoint
+	if len(cps) > keep {
+		gone = cps[:len(cps)-keep]
+		var b strings.Builder
+		for _, c := range gone {
+			fmt.Fprintf(&b, "delete %s %s\n", refName(c.Seq), c.ID)
+		}
+		if _, err := s.git().RunInput(ctx, strings.NewReader(b.String()), "update-ref", "--stdin"); err != nil {
+			return nil, err
+		}
+		cps = cps[len(cps)-keep:]
+	}
+	return gone, s.writeManifest(cps)
+}
+
+// writeManifest rewrites checkpoint-manifest.md from the refs: crucible's rows,
+// oldest first. It is a cache; the refs are the truth.
+func (s *Store) writeManifest(cps []*Checkpoint) error {
+	var b strings.Builder
+	for _, c := range cps {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", c.Short(), c.Time.Format(time.RFC3339), c.Reason, c.Source)
+	}
+	return writeAtomic(s.manifestFile(), []byte(b.String()), 0o600)
+}
+
+// emptyTree is git's id of the empty tree, the "before" of a first checkpoint.
+const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+// changedPaths lists the changes between two trees ("" for the empty tree).
+func (s *Store) changedPaths(ctx context.Context, from, to string, prefixes ...string) ([]Change, error) {
+	if from == "" {
+		from = emptyTree
+	}
+	args := []string{"diff-tree", "-r", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", "--name-status", from, to, "--"}
+	for _, p := range prefixes {
+		args = append(args, ":(literal)"+p)
+	}
+	out, err := s.git().Run(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	f := splitNul(out)
+	var changes []Change
+	for i := 0; i+1 < len(f); i += 2 {
+		changes = append(changes, Change{Status: f[i][:1], Path: f[i+1]})
+	}
+	return changes, nil
+}
+
+// Change is one path that differs between two states: A added, M modified,
+// T type changed, D deleted.
+type Change struct {
+	Status string
+	Path   string
+}
+
+// Prune evicts all but the newest keep checkpoints and packs the store,
+// returning the bytes reclaimed.
+func (s *Store) Prune(ctx context.Context, keep int) (evicted []*Checkpoint, reclaimed int64, err error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer unlock()
+	if err := s.ensure(ctx); err != nil {
+		return nil, 0, err
+	}
+	if m, err := s.interruptedRestore(); err == nil && m != nil {
+		return nil, 0, m.err()
+	}
+	before := dirSize(s.gitDir())
+	cps, err := s.List(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	if evicted, err = s.evict(ctx, cps, keep); err != nil {
+		return nil, 0, err
+	}
+	// The store's own index still names the blobs of the newest state: they stay.
+	if _, err := s.git().Run(ctx, "gc", "--quiet", "--prune=now"); err != nil {
+		return evicted, 0, err
+	}
+	return evicted, before - dirSize(s.gitDir()), nil
+}
+
+// Size is the store's size on disk in bytes.
+func (s *Store) Size() int64 { return dirSize(s.Dir) }
+
+func dirSize(dir string) int64 {
+	var n int64
+	walk(dir, func(fi os.FileInfo) { n += fi.Size() })
+	return n
+}

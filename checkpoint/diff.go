@@ -1,0 +1,83 @@
+package checkpoint
+
+import (
+	"context"
+)
+
+// Diff compares the checkpoint ref names with the checkpoint ref2 names, or with
+// the current work tree when ref2 is "". With format "stat" or "patch" it also
+// returns git's --stat or --patch text.
+func (s *Store) Diff(ctx context.Context, ref, ref2, format string) (from *Checkpoint, to *Checkpoint, changes []Change, text string, err error) {
+	cps, err := s.List(ctx)
+	if err != nil {
+		return nil, nil, nil, "", err
+	}
+	if from, err = Resolve(cps, ref); err != nil {
+		return nil, nil, nil, "", err
+	}
+	toTree := ""
+	if ref2 != "" {
+		if to, err = Resolve(cps, ref2); err != nil {
+			return nil, nil, nil, "", err
+		}
+		toTree = to.Tree
+	} else {
+		// The work tree's state as a checkpoint would hold it; capturing
+		// updates the store's index, so it runs under the lock.
+		unlock, err := s.lock(ctx)
+		if err != nil {
+			return nil, nil, nil, "", err
+		}
+		cap, err := s.capture(ctx, DefaultMaxFileSize)
+		unlock()
+		if err != nil {
+			return nil, nil, nil, "", err
+		}
+		toTree = cap.tree
+	}
+	if changes, err = s.changedPaths(ctx, from.Tree, toTree); err != nil {
+		return nil, nil, nil, "", err
+	}
+	if format == "stat" || format == "patch" {
+		out, err := s.git().Run(ctx, "diff-tree", "-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", "--"+format, from.Tree, toTree)
+		if err != nil {
+			return nil, nil, nil, "", err
+		}
+		text = string(out)
+	}
+	return from, to, changes, text, nil
+}
+
+// Show returns a checkpoint and the paths changed against the checkpoint taken
+// before it (every path, for the first).
+func (s *Store) Show(ctx context.Context, ref string) (*Checkpoint, *Checkpoint, []Change, error) {
+	cps, err := s.List(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := Resolve(cps, ref)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var prev *Checkpoint
+	for _, p := range cps {
+		if p.Seq < c.Seq {
+			prev = p
+		}
+	}
+	prevTree := ""
+	if prev != nil {
+		prevTree = prev.Tree
+	}
+	changes, err := s.changedPaths(ctx, prevTree, c.Tree)
+	return c, prev, changes, err
+}
+
+// Files counts the paths a checkpoint holds.
+func (s *Store) Files(ctx context.Context, c *Checkpoint) (int, error) {
+	out, err := s.git().Run(ctx, "ls-tree", "-r", "-z", "--name-only", c.Tree)
+	if err != nil {
+		return 0, err
+	}
+	return len(splitNul(out)), nil
+}

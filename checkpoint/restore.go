@@ -1,0 +1,271 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// RestoreOptions steer a restore.
+type RestoreOptions struct {
+	Files       []string // restore only these paths (files or directories), relative to the work tree
+	DryRun      bool
+	MaxFileSize int64 // for the safety checkpoint; <= 0: DefaultMaxFileSize
+}
+
+// Restored says what a restore did, or would do.
+type Restored struct {
+	Target  *Checkpoint
+	Safety  *Checkpoint // nil for a dry run
+	Write   []string    // paths written (added, changed, type changed)
+	Remove  []string    // paths removed
+	HeadNow string      // the project's HEAD now, when it differs from the checkpoint's
+}
+
+// ErrInterrupted means a restore was interrupted; the *InterruptedError says
+// how to finish or undo it.
+var ErrInterrupted = errors.New("a restore was interrupted")
+
+// InterruptedError is the marker an interrupted restore left.
+type InterruptedError struct {
+	Target, Safety string // short ids
+	Reason         string
+}
+
+func (e *InterruptedError) Error() string {
+	return fmt.Sprintf("a restore to checkpoint %s (%s) was interrupted; the work tree may be half restored", e.Target, e.Reason)
+}
+
+func (e *InterruptedError) Unwrap() error { return ErrInterrupted }
+
+// Hints says how to finish or undo the interrupted restore.
+func (e *InterruptedError) Hints() []string {
+	return []string{
+		fmt.Sprintf("finish it: rewind checkpoint restore %s --yes", e.Target),
+		fmt.Sprintf("or undo it: rewind checkpoint restore %s --yes (the safety checkpoint taken before it)", e.Safety),
+	}
+}
+
+type restoreMarker struct{ target, safety, reason string }
+
+func (m *restoreMarker) err() error {
+	return &InterruptedError{Target: m.target, Safety: m.safety, Reason: m.reason}
+}
+
+// interruptedRestore reads the marker an unfinished restore left, or nil.
+func (s *Store) interruptedRestore() (*restoreMarker, error) {
+	data, err := os.ReadFile(s.restoreMarker())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m := &restoreMarker{}
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		switch k {
+		case "target":
+			m.target = v
+		case "safety":
+			m.safety = v
+		case "reason":
+			m.reason = v
+		}
+	}
+	return m, nil
+}
+
+// Interrupted returns the *InterruptedError of an unfinished restore, or nil.
+func (s *Store) Interrupted() error {
+	m, err := s.interruptedRestore()
+	if err != nil || m == nil {
+		return err
+	}
+	return m.err()
+}
+
+// Restore brings the work tree back to the checkpoint ref names, exactly: after
+// a safety checkpoint, files the checkpoint lacks are removed and the others
+// written. Files neither state holds (ignored, excluded, oversize) are never
+// touched, nor is any .git.
+func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*Restored, error) {
+	files, err := s.relPaths(opt.Files)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := s.ensure(ctx); err != nil {
+		return nil, err
+	}
+	cps, err := s.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	target, err := Resolve(cps, ref)
+	if err != nil {
+		return nil, err
+	}
+	res := &Restored{Target: target}
+	if _, head := s.projectHead(ctx); head != "" && target.Head != "" && head != target.Head {
+		res.HeadNow = head
+	}
+	max := opt.MaxFileSize
+	if max <= 0 {
+		max = DefaultMaxFileSize
+	}
+
+	var current string
+	if opt.DryRun {
+		cap, err := s.capture(ctx, max)
+		if err != nil {
+			return nil, err
+		}
+		current = cap.tree
+	} else {
+		reason := "pre-restore-safety"
+		if len(files) > 0 {
+			reason = "pre-restore-safety-file"
+		}
+		made, err := s.create(ctx, CreateOptions{Reason: reason, Source: "checkpoint", MaxFileSize: max, Keep: len(cps) + 1})
+		if err != nil {
+			return nil, fmt.Errorf("safety checkpoint: %w", err)
+		}
+		res.Safety = made.Checkpoint
+		current = made.Checkpoint.Tree
+	}
+
+	changes, err := s.changedPaths(ctx, current, target.Tree, files...)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) > 0 && len(changes) == 0 {
+		if err := s.checkHeld(ctx, target, current, files); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range changes {
+		if c.Status == "D" {
+			res.Remove = append(res.Remove, c.Path)
+		} else {
+			res.Write = append(res.Write, c.Path)
+		}
+	}
+	if opt.DryRun {
+		return res, nil
+	}
+
+	marker := fmt.Sprintf("target %s\nsafety %s\nreason %s\nstarted %s\n", target.Short(), res.Safety.Short(), target.Reason, time.Now().UTC().Format(time.RFC3339))
+	if err := writeAtomic(s.restoreMarker(), []byte(marker), 0o600); err != nil {
+		return nil, err
+	}
+	if err := s.apply(ctx, target, res.Remove, res.Write); err != nil {
+		return nil, err
+	}
+	if err := os.Remove(s.restoreMarker()); err != nil {
+		return nil, err
+	}
+	cps, _ = s.List(ctx)
+	return res, s.writeManifest(cps)
+}
+
+// checkHeld refuses --file paths that neither the checkpoint nor the current
+// state holds: most likely a typo.
+func (s *Store) checkHeld(ctx context.Context, target *Checkpoint, current string, files []string) error {
+	for _, f := range files {
+		held := false
+		for _, tree := range []string{target.Tree, current} {
+			out, err := s.git().Run(ctx, "ls-tree", "-r", "-z", "--name-only", tree, "--", ":(literal)"+f)
+			if err == nil && len(out) > 0 {
+				held = true
+			}
+		}
+		if !held {
+			return fmt.Errorf("%s: neither checkpoint %s nor the current work tree holds it", f, target.Short())
+		}
+	}
+	return nil
+}
+
+// apply removes and writes paths of the work tree. Removals go first, so a
+// directory the checkpoint has as a file (or the reverse) can be written.
+func (s *Store) apply(ctx context.Context, target *Checkpoint, remove, write []string) error {
+	dirs := map[string]bool{}
+	for _, p := range remove {
+		full, err := s.inside(p)
+		if err != nil {
+			return err
+		}
+		if err := os.Remove(full); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", p, err)
+		}
+		for d := filepath.Dir(p); d != "."; d = filepath.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	// Empty directories left behind go too, deepest first; a directory that still
+	// holds anything (an ignored file, say) stays.
+	var byDepth []string
+	for d := range dirs {
+		byDepth = append(byDepth, d)
+	}
+	sort.Slice(byDepth, func(i, j int) bool { return strings.Count(byDepth[i], "/") > strings.Count(byDepth[j], "/") })
+	for _, d := range byDepth {
+		os.Remove(filepath.Join(s.WorkTree, d))
+	}
+	if len(write) == 0 {
+		return nil
+	}
+	g := s.git()
+	g.IndexFile = s.restoreIndex()
+	defer os.Remove(s.restoreIndex())
+	if _, err := g.Run(ctx, "read-tree", target.Tree); err != nil {
+		return err
+	}
+	_, err := g.RunInput(ctx, nulJoin(write), "checkout-index", "--force", "-z", "--stdin")
+	return err
+}
+
+// inside checks that a path from a tree stays inside the work tree: no parent
+// of it may be a symlink (a restore must never follow one out of the tree).
+func (s *Store) inside(rel string) (string, error) {
+	full := filepath.Join(s.WorkTree, rel)
+	for d := filepath.Dir(rel); d != "."; d = filepath.Dir(d) {
+		if fi, err := os.Lstat(filepath.Join(s.WorkTree, d)); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			return "", fmt.Errorf("%s: its parent %s is a symlink; not following it", rel, d)
+		}
+	}
+	return full, nil
+}
+
+// relPaths turns --file arguments into clean paths relative to the work tree.
+func (s *Store) relPaths(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		abs := p
+		if !filepath.IsAbs(p) {
+			abs = filepath.Join(s.WorkTree, p)
+		}
+		rel, err := filepath.Rel(s.WorkTree, filepath.Clean(abs))
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			return nil, fmt.Errorf("%w: %s is outside the work tree %s", ErrBadPath, p, s.WorkTree)
+		}
+		if rel == "." {
+			return nil, fmt.Errorf("%w: %s is the whole work tree; restore without --file", ErrBadPath, p)
+		}
+		out = append(out, filepath.ToSlash(rel))
+	}
+	return out, nil
+}
+
+// ErrBadPath is a --file argument that is not a path in the work tree.
+var ErrBadPath = errors.New("bad path")

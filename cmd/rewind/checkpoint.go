@@ -1,0 +1,584 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"rewind/checkpoint"
+	"rewind/gitexec"
+)
+
+// `rewind checkpoint` keeps exact snapshots of the work tree in a shadow git
+// repository; the project's own .git is never touched.
+
+func checkpointCommand() *cli.Command {
+	wait := &cli.DurationFlag{Name: "wait", Value: 30 * time.Second, Usage: "how long to wait for another rewind holding the store's lock"}
+	maxSize := &cli.StringFlag{Name: "max-file-size", EnvVars: []string{"REWIND_MAX_FILE_SIZE"}, Value: "100MiB", Usage: "skip files larger than `SIZE` (bytes, or with K, M, G, KiB, MiB, GiB)"}
+	return &cli.Command{
+		Name:  "checkpoint",
+		Usage: "exact snapshots of the work tree: create, list, show, diff, restore, prune, status",
+		Description: "Snapshots live in a shadow git repository (the store, --store or REWIND_STORE, default\n" +
+			"~/.claude/projects/<h>/checkpoints/<h>/); the project's own .git is never touched.\n" +
+			"REF is a unique commit id prefix (4+ characters), a reason (the newest checkpoint whose\n" +
+			"reason equals it or extends it: pre-wave matches pre-wave-3), latest, or latest~N.",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "create",
+				Usage:     "snapshot the work tree; prints <id8> <reason>",
+				ArgsUsage: " ",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "reason", Usage: "why the checkpoint is taken (`REASON`, e.g. pre-wave-3)"},
+					&cli.StringFlag{Name: "source", Value: "manual", Usage: "the skill or command taking it (`SOURCE`)"},
+					maxSize, wait,
+				},
+				Action: checkpointCreate,
+			},
+			{
+				Name:      "list",
+				Usage:     "list checkpoints, newest first",
+				ArgsUsage: " ",
+				Flags:     []cli.Flag{&cli.IntFlag{Name: "limit", Usage: "show at most `N` checkpoints"}},
+				Action:    checkpointList,
+			},
+			{
+				Name:      "show",
+				Usage:     "a checkpoint's metadata and the paths changed against the previous one",
+				ArgsUsage: "REF",
+				Action:    checkpointShow,
+			},
+			{
+				Name:      "diff",
+				Usage:     "paths changed between two checkpoints, or a checkpoint and the work tree",
+				ArgsUsage: "REF [REF2]",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "stat", Usage: "git's --stat summary"},
+					&cli.BoolFlag{Name: "patch", Usage: "the full patch"},
+					wait,
+				},
+				Action: checkpointDiff,
+			},
+			{
+				Name:      "restore",
+				Usage:     "bring the work tree back to a checkpoint, exactly (after a safety checkpoint)",
+				ArgsUsage: "REF",
+				Flags: []cli.Flag{
+					&cli.StringSliceFlag{Name: "file", Usage: "restore only this `PATH` (relative to the work tree; repeatable)"},
+					&cli.BoolFlag{Name: "dry-run", Usage: "list what would be written and removed; change nothing"},
+					&cli.StringFlag{Name: "verify", Usage: "run `CMD` (sh -c, in the work tree) after restoring; a failure is exit 1"},
+					maxSize, wait,
+				},
+				Action: checkpointRestore,
+			},
+			{
+				Name:      "prune",
+				Usage:     "evict all but the newest N checkpoints and reclaim their space",
+				ArgsUsage: " ",
+				Flags: []cli.Flag{
+					&cli.IntFlag{Name: "keep", EnvVars: []string{"REWIND_KEEP"}, Value: 50, Usage: "checkpoints to keep (`N`)"},
+					wait,
+				},
+				Action: checkpointPrune,
+			},
+			{
+				Name:      "status",
+				Usage:     "the store: location, checkpoints, size, newest, health",
+				ArgsUsage: " ",
+				Action:    checkpointStatus,
+			},
+		},
+	}
+}
+
+// openStore opens the work tree's store and warns about an interrupted restore
+// (commands that change the store refuse to work on one instead).
+func openStore(c *cli.Context) (*checkpoint.Store, error) {
+	o := opts(c)
+	s, err := checkpoint.Open(o.WorkTree, o.Store)
+	if err != nil {
+		return nil, err
+	}
+	s.Warn = func(msg string) { o.warnf("%s", msg) }
+	if o.NowSet {
+		s.Now = o.Now
+	}
+	if c.IsSet("wait") {
+		s.Wait = c.Duration("wait")
+	}
+	return s, nil
+}
+
+func warnInterrupted(o *options, s *checkpoint.Store) {
+	if err := s.Interrupted(); err != nil {
+		o.warnf("%v", err)
+		if ie, ok := err.(*checkpoint.InterruptedError); ok {
+			for _, h := range ie.Hints() {
+				o.hintf("%s", h)
+			}
+		}
+	}
+}
+
+func keepFromEnv() (int, error) {
+	v := os.Getenv("REWIND_KEEP")
+	if v == "" {
+		return 50, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, usageErrorf("invalid REWIND_KEEP %q: want a positive number", v)
+	}
+	return n, nil
+}
+
+// parseSize reads 1048576, 100M, 100MiB, 2G, 512K (K, M, G are binary, as
+// file sizes usually are).
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSuffix(t, u.suffix), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(t), 10, 64)
+	if err != nil || n < 0 {
+		return 0, usageErrorf("invalid size %q: want bytes, or a number with K, M, G, KiB, MiB or GiB", s)
+	}
+	return n * mult, nil
+}
+
+func oneArg(c *cli.Context, name string) (string, error) {
+	if c.NArg() != 1 {
+		return "", usageErrorf("%s needs exactly one %s; got %d arguments", c.Command.FullName(), name, c.NArg())
+	}
+	return c.Args().First(), nil
+}
+
+// checkpointJSON is a checkpoint in --json output.
+type checkpointJSON struct {
+	ID            string        `json:"id"`
+	ShortID       string        `json:"short_id"`
+	Reason        string        `json:"reason"`
+	Source        string        `json:"source"`
+	Timestamp     string        `json:"timestamp"`
+	ProjectBranch string        `json:"project_branch"`
+	ProjectHead   string        `json:"project_head"`
+	Skipped       []skippedJSON `json:"skipped_paths"`
+}
+
+type skippedJSON struct {
+	Path string `json:"path"`
+	Why  string `json:"why"`
+}
+
+func toJSON(c *checkpoint.Checkpoint) checkpointJSON {
+	j := checkpointJSON{ID: c.ID, ShortID: c.Short(), Reason: c.Reason, Source: c.Source,
+		Timestamp: c.Time.Format(time.RFC3339), ProjectBranch: c.Branch, ProjectHead: c.Head, Skipped: []skippedJSON{}}
+	for _, s := range c.Skipped {
+		j.Skipped = append(j.Skipped, skippedJSON{s.Path, s.Why})
+	}
+	return j
+}
+
+type changeJSON struct {
+	Status string `json:"status"`
+	Path   string `json:"path"`
+}
+
+func changesJSON(changes []checkpoint.Change) []changeJSON {
+	out := []changeJSON{}
+	for _, ch := range changes {
+		out = append(out, changeJSON{ch.Status, ch.Path})
+	}
+	return out
+}
+
+func checkpointCreate(c *cli.Context) error {
+	o := opts(c)
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	if !c.IsSet("reason") {
+		return usageErrorf("checkpoint create needs --reason (for example --reason pre-wave-3)")
+	}
+	max, err := parseSize(c.String("max-file-size"))
+	if err != nil {
+		return err
+	}
+	keep, err := keepFromEnv()
+	if err != nil {
+		return err
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	res, err := s.Create(c.Context, checkpoint.CreateOptions{Reason: c.String("reason"), Source: c.String("source"), MaxFileSize: max, Keep: keep})
+	if err != nil {
+		return err
+	}
+	cp := res.Checkpoint
+	switch {
+	case res.Duplicate:
+		o.notef("same reason, source and tree as %s a moment ago; nothing new recorded", cp.Short())
+	case res.Unchanged != nil:
+		o.notef("unchanged since %s", res.Unchanged.Short())
+	}
+	if len(res.Evicted) > 0 {
+		o.notef("evicted %d checkpoint(s) beyond the newest %d; `rewind checkpoint prune` reclaims their space", len(res.Evicted), keep)
+	}
+	if o.JSON {
+		j := struct {
+			checkpointJSON
+			Files     int  `json:"files"`
+			Changed   int  `json:"changed_paths"`
+			Duplicate bool `json:"duplicate"`
+		}{toJSON(cp), res.Files, res.Changed, res.Duplicate}
+		return writeJSON(o, j)
+	}
+	fmt.Fprintf(o.Stdout, "%s %s\n", cp.Short(), cp.Reason)
+	return nil
+}
+
+func checkpointList(c *cli.Context) error {
+	o := opts(c)
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	warnInterrupted(o, s)
+	cps, err := s.List(c.Context)
+	if err != nil {
+		return err
+	}
+	// Newest first.
+	var rows []*checkpoint.Checkpoint
+	for i := len(cps) - 1; i >= 0; i-- {
+		if n := c.Int("limit"); n > 0 && len(rows) == n {
+			break
+		}
+		rows = append(rows, cps[i])
+	}
+	if o.JSON {
+		list := []checkpointJSON{}
+		for _, cp := range rows {
+			list = append(list, toJSON(cp))
+		}
+		return writeJSON(o, map[string]any{"work_tree": s.WorkTree, "store": s.Dir, "checkpoints": list})
+	}
+	if len(rows) == 0 {
+		o.notef("no checkpoints for %s", s.WorkTree)
+		return nil
+	}
+	table := [][]string{{"Hash", "Timestamp", "Reason", "Source"}}
+	for _, cp := range rows {
+		table = append(table, []string{cp.Short(), cp.Time.Format(time.RFC3339), cp.Reason, cp.Source})
+	}
+	writeTable(o.Stdout, table)
+	return nil
+}
+
+// writeTable prints a markdown table with padded columns, as crucible's
+// checkpoint list shows it.
+func writeTable(w io.Writer, rows [][]string) {
+	widths := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, cell := range r {
+			if n := len([]rune(cell)); n > widths[i] {
+				widths[i] = n
+			}
+		}
+	}
+	line := func(cells []string) {
+		var b strings.Builder
+		b.WriteString("|")
+		for i, cell := range cells {
+			fmt.Fprintf(&b, " %s%s |", cell, strings.Repeat(" ", widths[i]-len([]rune(cell))))
+		}
+		fmt.Fprintln(w, b.String())
+	}
+	line(rows[0])
+	var sep strings.Builder
+	sep.WriteString("|")
+	for _, n := range widths {
+		sep.WriteString(strings.Repeat("-", n+2) + "|")
+	}
+	fmt.Fprintln(w, sep.String())
+	for _, r := range rows[1:] {
+		line(r)
+	}
+}
+
+func checkpointShow(c *cli.Context) error {
+	o := opts(c)
+	ref, err := oneArg(c, "REF")
+	if err != nil {
+		return err
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	warnInterrupted(o, s)
+	cp, prev, changes, err := s.Show(c.Context, ref)
+	if err != nil {
+		return err
+	}
+	files, err := s.Files(c.Context, cp)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		prevID := ""
+		if prev != nil {
+			prevID = prev.ID
+		}
+		return writeJSON(o, struct {
+			checkpointJSON
+			Files    int          `json:"files"`
+			Previous string       `json:"previous"`
+			Changes  []changeJSON `json:"changes"`
+		}{toJSON(cp), files, prevID, changesJSON(changes)})
+	}
+	w := o.Stdout
+	fmt.Fprintf(w, "checkpoint %s\n", cp.ID)
+	fmt.Fprintf(w, "reason:    %s\n", cp.Reason)
+	fmt.Fprintf(w, "source:    %s\n", cp.Source)
+	fmt.Fprintf(w, "timestamp: %s\n", cp.Time.Format(time.RFC3339))
+	if cp.Head != "" {
+		fmt.Fprintf(w, "project:   %s at %s\n", orNone(cp.Branch, "(detached)"), cp.Head)
+	}
+	fmt.Fprintf(w, "files:     %d\n", files)
+	for _, sk := range cp.Skipped {
+		fmt.Fprintf(w, "skipped:   %s: %s\n", sk.Path, sk.Why)
+	}
+	if prev != nil {
+		fmt.Fprintf(w, "changes since %s (%s):\n", prev.Short(), prev.Reason)
+	} else {
+		fmt.Fprintf(w, "changes (first checkpoint):\n")
+	}
+	for _, ch := range changes {
+		fmt.Fprintf(w, "%s\t%s\n", ch.Status, ch.Path)
+	}
+	return nil
+}
+
+func orNone(s, none string) string {
+	if s == "" {
+		return none
+	}
+	return s
+}
+
+func checkpointDiff(c *cli.Context) error {
+	o := opts(c)
+	if c.NArg() < 1 || c.NArg() > 2 {
+		return usageErrorf("checkpoint diff needs REF and an optional REF2; got %d arguments", c.NArg())
+	}
+	if c.Bool("stat") && c.Bool("patch") {
+		return usageErrorf("--stat and --patch exclude each other")
+	}
+	format := ""
+	if c.Bool("stat") {
+		format = "stat"
+	} else if c.Bool("patch") {
+		format = "patch"
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	warnInterrupted(o, s)
+	from, to, changes, text, err := s.Diff(c.Context, c.Args().Get(0), c.Args().Get(1), format)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		toID := "work tree"
+		if to != nil {
+			toID = to.ID
+		}
+		return writeJSON(o, map[string]any{"from": from.ID, "to": toID, "changes": changesJSON(changes)})
+	}
+	if format != "" {
+		_, err := io.WriteString(o.Stdout, text)
+		return err
+	}
+	for _, ch := range changes {
+		fmt.Fprintf(o.Stdout, "%s\t%s\n", ch.Status, ch.Path)
+	}
+	return nil
+}
+
+func checkpointRestore(c *cli.Context) error {
+	o := opts(c)
+	ref, err := oneArg(c, "REF")
+	if err != nil {
+		return err
+	}
+	max, err := parseSize(c.String("max-file-size"))
+	if err != nil {
+		return err
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	opt := checkpoint.RestoreOptions{Files: c.StringSlice("file"), MaxFileSize: max, DryRun: true}
+	preview, err := s.Restore(c.Context, ref, opt)
+	if err != nil {
+		return err
+	}
+	target := preview.Target
+	if c.Bool("dry-run") {
+		if o.JSON {
+			return writeJSON(o, map[string]any{"checkpoint": toJSON(target), "dry_run": true,
+				"write": nonNil(preview.Write), "remove": nonNil(preview.Remove)})
+		}
+		fmt.Fprintf(o.Stdout, "Would restore to checkpoint %s (%s): write %d, remove %d\n", target.Short(), target.Reason, len(preview.Write), len(preview.Remove))
+		for _, p := range preview.Write {
+			fmt.Fprintf(o.Stdout, "write\t%s\n", p)
+		}
+		for _, p := range preview.Remove {
+			fmt.Fprintf(o.Stdout, "remove\t%s\n", p)
+		}
+		return nil
+	}
+	question := fmt.Sprintf("Restore %s to checkpoint %s (%s, taken %s)? This writes %d and removes %d files; a safety checkpoint is taken first.",
+		s.WorkTree, target.Short(), target.Reason, target.Time.Format(time.RFC3339), len(preview.Write), len(preview.Remove))
+	if err := o.confirm(question); err != nil {
+		return err
+	}
+	opt.DryRun = false
+	res, err := s.Restore(c.Context, target.ID, opt)
+	if err != nil {
+		return err
+	}
+	if res.HeadNow != "" {
+		o.notef("note: the project's HEAD is now %s; the checkpoint was taken at %s. A restore changes files, never commits.", short8(res.HeadNow), short8(target.Head))
+	}
+	if o.JSON {
+		if err := writeJSON(o, map[string]any{"checkpoint": toJSON(target), "safety_checkpoint": toJSON(res.Safety),
+			"write": nonNil(res.Write), "remove": nonNil(res.Remove)}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(o.Stdout, "Restored to checkpoint %s (%s). Safety checkpoint created at %s — use this to undo the restore.\n",
+			target.Short(), target.Reason, res.Safety.Short())
+	}
+	if cmd := c.String("verify"); cmd != "" {
+		code, err := gitexec.User{Dir: s.WorkTree}.Run(c.Context, cmd, nil, o.Stderr, o.Stderr)
+		if err != nil {
+			return err
+		}
+		if code != 0 {
+			return withHint(exitErrorf(exitFailure, "verify: %q exited with status %d; the restore stays", cmd, code),
+				"undo it: rewind checkpoint restore "+res.Safety.Short()+" --yes")
+		}
+		o.notef("verify: %q exited with status 0", cmd)
+	}
+	return nil
+}
+
+func short8(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func checkpointPrune(c *cli.Context) error {
+	o := opts(c)
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	keep := c.Int("keep")
+	if keep < 1 {
+		return usageErrorf("invalid --keep %d: keep at least 1 checkpoint", keep)
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	if err := o.confirm(fmt.Sprintf("Prune the store of %s: evict all but the newest %d checkpoints and delete what only they held?", s.WorkTree, keep)); err != nil {
+		return err
+	}
+	evicted, reclaimed, err := s.Prune(c.Context, keep)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		ids := []string{}
+		for _, e := range evicted {
+			ids = append(ids, e.ID)
+		}
+		return writeJSON(o, map[string]any{"evicted": ids, "kept": keep, "bytes_reclaimed": reclaimed})
+	}
+	fmt.Fprintf(o.Stdout, "Pruned: evicted %d checkpoint(s), kept the newest %d, reclaimed %d bytes.\n", len(evicted), keep, reclaimed)
+	return nil
+}
+
+func checkpointStatus(c *cli.Context) error {
+	o := opts(c)
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	cps, err := s.List(c.Context)
+	health := "ok"
+	switch {
+	case !s.Exists():
+		health = "no store yet (the first checkpoint creates it)"
+	case err != nil:
+		health = "unreadable: " + err.Error() + " (the next checkpoint moves it aside and starts a new one)"
+	case s.Interrupted() != nil:
+		health = s.Interrupted().Error()
+	}
+	var newest *checkpoint.Checkpoint
+	if len(cps) > 0 {
+		newest = cps[len(cps)-1]
+	}
+	size := s.Size()
+	if o.JSON {
+		doc := map[string]any{"work_tree": s.WorkTree, "store": s.Dir, "checkpoints": len(cps), "size_bytes": size, "health": health, "newest": nil}
+		if newest != nil {
+			doc["newest"] = toJSON(newest)
+		}
+		return writeJSON(o, doc)
+	}
+	w := o.Stdout
+	fmt.Fprintf(w, "work tree:   %s\n", s.WorkTree)
+	fmt.Fprintf(w, "store:       %s\n", s.Dir)
+	fmt.Fprintf(w, "checkpoints: %d\n", len(cps))
+	fmt.Fprintf(w, "size:        %d bytes\n", size)
+	if newest != nil {
+		fmt.Fprintf(w, "newest:      %s %s (%s)\n", newest.Short(), newest.Reason, newest.Time.Format(time.RFC3339))
+	} else {
+		fmt.Fprintf(w, "newest:      none\n")
+	}
+	fmt.Fprintf(w, "health:      %s\n", health)
+	return nil
+}
