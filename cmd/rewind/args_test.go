@@ -29,19 +29,19 @@ func testApp(got *[]string, dryRun *bool) *cli.App {
 			return nil
 		},
 	}
-	app.Commands = append(app.Commands, &cli.Command{Name: "checkpoint", Subcommands: []*cli.Command{restore}})
+	app.Commands = append(app.Commands, &cli.Command{Name: "group", Subcommands: []*cli.Command{restore}})
 	setUsageErrors(app.Commands)
 	return app
 }
 
 func TestFlagsAnywhere(t *testing.T) {
 	for _, line := range []string{
-		"checkpoint restore X --dry-run --json",
-		"checkpoint restore --dry-run X --json",
-		"--json checkpoint restore X --dry-run",
-		"checkpoint --json restore X --dry-run=true",
-		"checkpoint restore X --file a --dry-run --json --limit 3",
-		"checkpoint restore --json -- X --dry-run-is-a-path",
+		"group restore X --dry-run --json",
+		"group restore --dry-run X --json",
+		"--json group restore X --dry-run",
+		"group --json restore X --dry-run=true",
+		"group restore X --file a --dry-run --json --limit 3",
+		"group restore --json -- X --dry-run-is-a-path",
 	} {
 		var got []string
 		var dry bool
@@ -63,12 +63,12 @@ func TestFlagsAnywhere(t *testing.T) {
 
 func TestBadArguments(t *testing.T) {
 	for line, want := range map[string]string{
-		"checkpoint restore X -x":          "unknown flag -x for rewind checkpoint restore",
-		"checkpoint restore -5":            "unknown flag -5 for rewind checkpoint restore",
-		"checkpoint nosuch":                `unknown command "nosuch" for rewind checkpoint`,
+		"group restore X -x":          "unknown flag -x for rewind group restore",
+		"group restore -5":            "unknown flag -5 for rewind group restore",
+		"group nosuch":                `unknown command "nosuch" for rewind group`,
 		"nosuch":                           `unknown command "nosuch" for rewind`,
-		"checkpoint restore X --limit":     "flag --limit needs a value",
-		"checkpoint restore X --limit abc": `invalid value "abc" for --limit`,
+		"group restore X --limit":     "flag --limit needs a value",
+		"group restore X --limit abc": `invalid value "abc" for --limit`,
 	} {
 		var got []string
 		var dry bool
