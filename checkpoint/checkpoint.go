@@ -311,32 +311,32 @@ type Change struct {
 }
 
 // Prune evicts all but the newest keep checkpoints and packs the store,
-// returning the bytes reclaimed.
-func (s *Store) Prune(ctx context.Context, keep int) (evicted []*Checkpoint, reclaimed int64, err error) {
+// returning the size of the store's repository before and after. (On a tiny
+// store, packing can cost more than the evicted objects freed.)
+func (s *Store) Prune(ctx context.Context, keep int) (evicted []*Checkpoint, before, after int64, err error) {
 	unlock, err := s.lock(ctx)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	defer unlock()
 	if err := s.ensure(ctx); err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	if m, err := s.interruptedRestore(); err == nil && m != nil {
-		return nil, 0, m.err()
+		return nil, 0, 0, m.err()
 	}
-	before := dirSize(s.gitDir())
+	before = dirSize(s.gitDir())
 	cps, err := s.List(ctx)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	if evicted, err = s.evict(ctx, cps, keep); err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
-	// The store's own index still names the blobs of the newest state: they stay.
 	if _, err := s.git().Run(ctx, "gc", "--quiet", "--prune=now"); err != nil {
-		return evicted, 0, err
+		return evicted, before, 0, err
 	}
-	return evicted, before - dirSize(s.gitDir()), nil
+	return evicted, before, dirSize(s.gitDir()), nil
 }
 
 // Size is the store's size on disk in bytes.

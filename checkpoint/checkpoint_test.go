@@ -201,7 +201,7 @@ func TestEvictionAndPrune(t *testing.T) {
 	if strings.Count(string(data), "\n") != 4 || !strings.HasPrefix(string(data), "| "+cps[0].Short()+" | ") {
 		t.Errorf("manifest:\n%s", data)
 	}
-	ev, _, err := s.Prune(ctx, 2)
+	ev, _, _, err := s.Prune(ctx, 2)
 	if err != nil || len(ev) != 2 {
 		t.Fatalf("prune: %v %d", err, len(ev))
 	}

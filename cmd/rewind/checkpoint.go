@@ -159,7 +159,7 @@ func parseSize(s string) (int64, error) {
 
 func oneArg(c *cli.Context, name string) (string, error) {
 	if c.NArg() != 1 {
-		return "", usageErrorf("%s needs exactly one %s; got %d arguments", c.Command.FullName(), name, c.NArg())
+		return "", usageErrorf("%s needs exactly one %s; got %d arguments", commandName(c), name, c.NArg())
 	}
 	return c.Args().First(), nil
 }
@@ -523,7 +523,7 @@ func checkpointPrune(c *cli.Context) error {
 	if err := o.confirm(fmt.Sprintf("Prune the store of %s: evict all but the newest %d checkpoints and delete what only they held?", s.WorkTree, keep)); err != nil {
 		return err
 	}
-	evicted, reclaimed, err := s.Prune(c.Context, keep)
+	evicted, before, after, err := s.Prune(c.Context, keep)
 	if err != nil {
 		return err
 	}
@@ -532,9 +532,9 @@ func checkpointPrune(c *cli.Context) error {
 		for _, e := range evicted {
 			ids = append(ids, e.ID)
 		}
-		return writeJSON(o, map[string]any{"evicted": ids, "kept": keep, "bytes_reclaimed": reclaimed})
+		return writeJSON(o, map[string]any{"evicted": ids, "kept": keep, "bytes_before": before, "bytes_after": after, "bytes_reclaimed": before - after})
 	}
-	fmt.Fprintf(o.Stdout, "Pruned: evicted %d checkpoint(s), kept the newest %d, reclaimed %d bytes.\n", len(evicted), keep, reclaimed)
+	fmt.Fprintf(o.Stdout, "Pruned: evicted %d checkpoint(s), kept the newest %d; the store's repository went from %d to %d bytes.\n", len(evicted), keep, before, after)
 	return nil
 }
 

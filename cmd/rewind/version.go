@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -42,7 +43,18 @@ func versionCommand() *cli.Command {
 // noArgs refuses positional arguments for a command that takes none.
 func noArgs(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return usageErrorf("%s takes no arguments; got %q", c.Command.FullName(), c.Args().First())
+		return usageErrorf("%s takes no arguments; got %q", commandName(c), c.Args().First())
 	}
 	return nil
+}
+
+// commandName is the command being run as the user typed it: "checkpoint show".
+func commandName(c *cli.Context) string {
+	var names []string
+	for _, ctx := range c.Lineage() {
+		if ctx.Command != nil && ctx.Command.Name != "" && ctx.Command.Name != c.App.Name {
+			names = append([]string{ctx.Command.Name}, names...)
+		}
+	}
+	return strings.Join(names, " ")
 }
