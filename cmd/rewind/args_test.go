@@ -66,7 +66,7 @@ func TestBadArguments(t *testing.T) {
 		"group restore X -x":          "unknown flag -x for rewind group restore",
 		"group restore -5":            "unknown flag -5 for rewind group restore",
 		"group nosuch":                `unknown command "nosuch" for rewind group`,
-		"nosuch":                           `unknown command "nosuch" for rewind`,
+		"nosuch":                      `unknown command "nosuch" for rewind`,
 		"group restore X --limit":     "flag --limit needs a value",
 		"group restore X --limit abc": `invalid value "abc" for --limit`,
 	} {
