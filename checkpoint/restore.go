@@ -153,7 +153,17 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 			return nil, err
 		}
 	}
+	// A file the checkpoint skipped (over the size limit, unreadable) was there
+	// when it was taken: the checkpoint knows nothing of its content and never
+	// deletes it.
+	skipped := map[string]bool{}
+	for _, sk := range target.Skipped {
+		skipped[sk.Path] = true
+	}
 	for _, c := range changes {
+		if c.Status == "D" && skipped[c.Path] {
+			continue
+		}
 		if c.Status == "D" {
 			res.Remove = append(res.Remove, c.Path)
 		} else {
