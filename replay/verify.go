@@ -125,16 +125,26 @@ func (v *Verification) commit(a Attempt) (bool, string) {
 			}
 		}
 	}
-	words := significantWords(a.Summary)
+	var inWindow []Commit
 	for _, c := range v.Commits {
-		if c.Time.Before(start) || (!end.IsZero() && c.Time.After(end)) {
-			continue
+		if !c.Time.Before(start) && (end.IsZero() || !c.Time.After(end)) {
+			inWindow = append(inWindow, c)
 		}
-		if a.Task != nil && namesTask(c.Message, *a.Task) {
-			return true, fmt.Sprintf("commit %s names task %d", short(c.ID), *a.Task)
+	}
+	// A commit naming the task is the strongest evidence; the summary's words
+	// are the fallback for dispatches without a task.
+	if a.Task != nil {
+		for _, c := range inWindow {
+			if namesTask(c.Message, *a.Task) {
+				return true, fmt.Sprintf("commit %s names task %d", short(c.ID), *a.Task)
+			}
 		}
-		if len(words) > 0 && sharesHalf(c.Message, words) {
-			return true, fmt.Sprintf("commit %s matches the summary", short(c.ID))
+	}
+	if words := significantWords(a.Summary); len(words) > 0 {
+		for _, c := range inWindow {
+			if sharesHalf(c.Message, words) {
+				return true, fmt.Sprintf("commit %s matches the summary", short(c.ID))
+			}
 		}
 	}
 	window := "from " + start.Format(time.RFC3339)
@@ -164,7 +174,8 @@ func init() {
 	for _, w := range strings.Fields(`about above after again against also because been before being below between both
 		could does doing done down during each from further have having here into just like made make more most
 		once only other over same should some such than that their them then there these they this those through
-		under until very were what when where which while will with would your added adds update updated`) {
+		under until very were what when where which while will with would your added adds update updated
+		task tasks done	`) {
 		stopWords[w] = true
 	}
 }

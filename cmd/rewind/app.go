@@ -47,6 +47,7 @@ func commands() []*cli.Command {
 		dispatchCommand(),
 		manifestCommand(),
 		pipelineCommand(),
+		replayCommand(),
 	}
 }
 

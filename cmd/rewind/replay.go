@@ -1,0 +1,475 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"rewind/checkpoint"
+	"rewind/gitexec"
+	"rewind/manifest"
+	"rewind/replay"
+)
+
+// `rewind replay` resumes an interrupted pipeline from its last verified
+// boundary: plan, verify, restore, rebuild the orchestrator's state, re-dispatch.
+
+func replayCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "replay",
+		Usage:     "resume an interrupted pipeline from its last verified boundary",
+		ArgsUsage: "PATH",
+		Description: "PATH is resolved as `rewind manifest show` resolves it. The plan: the newest boundary\n" +
+			"checkpoint taken before the earliest dispatch that is not done or not verified; every\n" +
+			"dispatch taken after it is re-executed. Without --exec, the dispatch files and\n" +
+			"`dispatched` entries are written and the plan printed for the calling skill to carry\n" +
+			"out (recording completions with `rewind dispatch after`); with --exec, CMD runs each\n" +
+			"dispatch (sh -c, in the work tree).",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan and change nothing"},
+			&cli.StringFlag{Name: "from-phase", Usage: "resume from the start of phase `P` (overrides the automatic point)"},
+			&cli.IntFlag{Name: "from-seq", Usage: "resume from the start of the phase holding seq `N`"},
+			&cli.StringFlag{Name: "exec", Usage: "run each re-dispatch with `CMD` (sh -c in the work tree; REWIND_* variables describe it)"},
+			&cli.IntFlag{Name: "jobs", Value: 1, Usage: "run up to `N` dispatches of a wave in parallel (with --exec)"},
+			&cli.StringFlag{Name: "templates", Usage: "regenerate lost dispatch files from `DIR`/<template>.md", TakesFile: true},
+			&cli.BoolFlag{Name: "allow-unfaithful", Usage: "re-dispatch even when a dispatch file and its template are both lost"},
+			&cli.BoolFlag{Name: "no-restore", Usage: "resume on the current disk state, restoring no checkpoint"},
+			&cli.StringSliceFlag{Name: "role-kind", Usage: "verify ROLE as KIND (`ROLE=mutating|output|none`; repeatable)"},
+			&cli.StringFlag{Name: "scratch", EnvVars: []string{"REWIND_SCRATCH"}, Usage: "the pipeline's scratch `DIR` (default: PATH when it is one)", TakesFile: true},
+			&cli.StringFlag{Name: "session", EnvVars: []string{"REWIND_SESSION"}, Usage: "the replay session `ID` (default: fresh)"},
+		},
+		Action: replayRun,
+	}
+}
+
+// replaySource is what PATH resolved to.
+type replaySource struct {
+	manifest    string   // the manifest read and appended to
+	dispatchDir string   // its directory: new dispatch files go there
+	lookup      []string // where dispatch files are looked for, in order
+	scratch     string   // "" when unknown
+	marker      *manifest.Marker
+}
+
+func resolveReplaySource(c *cli.Context, path string) (*replaySource, error) {
+	o := opts(c)
+	loc, err := manifest.Locate(path)
+	if err != nil {
+		return nil, manifestPathError(path, err)
+	}
+	for _, n := range loc.Notes {
+		o.warnf("%s", n)
+	}
+	src := &replaySource{manifest: loc.Path, dispatchDir: filepath.Dir(loc.Path)}
+	switch {
+	case c.String("scratch") != "":
+		src.scratch, _ = filepath.Abs(c.String("scratch"))
+	case loc.How == "scratch":
+		src.scratch, _ = filepath.Abs(path)
+	case isFile(filepath.Join(filepath.Dir(src.dispatchDir), manifest.ActiveMarker)):
+		// The durable copy <scratch>/crucible-dispatch-<id>/ sits in the scratch directory.
+		src.scratch = filepath.Dir(src.dispatchDir)
+	}
+	src.lookup = []string{src.dispatchDir}
+	if src.scratch != "" {
+		if m, err := manifest.ReadMarker(src.scratch); err == nil {
+			src.marker = m
+			if m.DispatchDir != "" {
+				live := filepath.Clean(m.DispatchDir)
+				src.lookup = appendNew(src.lookup, live, filepath.Join(src.scratch, filepath.Base(live)))
+			}
+		}
+	}
+	return src, nil
+}
+
+func appendNew(list []string, more ...string) []string {
+	for _, m := range more {
+		found := false
+		for _, l := range list {
+			found = found || filepath.Clean(l) == filepath.Clean(m)
+		}
+		if !found {
+			list = append(list, m)
+		}
+	}
+	return list
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+func replayRun(c *cli.Context) error {
+	o := opts(c)
+	if c.NArg() != 1 {
+		return usageErrorf("replay takes one PATH argument (a manifest, a dispatch directory or a scratch directory); got %d", c.NArg())
+	}
+	if c.Int("jobs") < 1 {
+		return usageErrorf("invalid --jobs %d: want 1 or more", c.Int("jobs"))
+	}
+	kinds := replay.DefaultRoleKinds()
+	for _, rk := range c.StringSlice("role-kind") {
+		if err := kinds.Set(rk); err != nil {
+			return usageErrorf("--role-kind: %v", err)
+		}
+	}
+	path := c.Args().First()
+	src, err := resolveReplaySource(c, path)
+	if err != nil {
+		return err
+	}
+	ix, err := manifest.Open(src.manifest)
+	if err != nil {
+		return fmt.Errorf("%s: %w", src.manifest, err)
+	}
+	defer ix.Close()
+	skippedWarnings(o, ix)
+	if ix.Seqs() == 0 {
+		return manifest.ErrEmpty
+	}
+	attempts, err := replay.LoadAttempts(ix, src.lookup, time.Local)
+	if err != nil {
+		return err
+	}
+
+	store, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	cps, err := store.List(c.Context)
+	if err != nil {
+		return err
+	}
+	var planCps []replay.Checkpoint
+	var boundaryTimes []time.Time
+	for _, cp := range cps {
+		planCps = append(planCps, replay.Checkpoint{ID: cp.ID, Reason: cp.Reason, Time: cp.Time})
+		if replay.IsBoundaryReason(cp.Reason) {
+			boundaryTimes = append(boundaryTimes, cp.Time)
+		}
+	}
+	verification := &replay.Verification{
+		Kinds: kinds, ResultDirs: src.lookup, Checkpoints: boundaryTimes,
+		Warn: func(s string) { o.warnf("%s", s) },
+	}
+	verification.Commits, err = projectCommits(c, attempts)
+	if err != nil {
+		o.warnf("cannot read the project's history (%v): mutating dispatches cannot be verified", err)
+	}
+
+	plan, err := replay.Build(attempts, planCps, verification.Verify, replay.Options{
+		FromPhase: c.String("from-phase"), FromSeq: c.Int("from-seq"), NoRestore: c.Bool("no-restore"),
+	})
+	if plan != nil {
+		for _, f := range plan.Findings {
+			if !f.OK {
+				o.warnf("verification failed for seq %d (%s): %s; resuming from an earlier boundary", f.Seq, orDash(f.Role), f.Detail)
+			}
+		}
+	}
+	if errors.Is(err, replay.ErrNoBoundary) {
+		return withHint(exitErrorf(exitGuard, "no verified boundary with a checkpoint remains before seq %d (phase %s); cannot restore a safe state", plan.ProblemSeq, plan.ProblemPhase),
+			"resume on the current disk state, restoring nothing: rewind replay "+path+" --no-restore",
+			"or start fresh: rewind pipeline start --force")
+	}
+	if err != nil {
+		return withCode(exitUsageIf(err), err)
+	}
+	for _, w := range plan.Warnings {
+		o.warnf("%s", w)
+	}
+	if plan.Fallback {
+		o.warnf("%s", replay.FallbackMessage(plan))
+	}
+	if plan.Complete {
+		o.notef("nothing to resume: every dispatch completed and was verified")
+		return nil
+	}
+
+	report := replay.Report{Source: src.manifest, Plan: plan, Session: sessionOf(src)}
+	if src.marker != nil {
+		report.Skill = src.marker.Skill
+	}
+	if len(plan.Dispatches) > 0 {
+		report.Started = earliest(plan.Dispatches)
+	}
+	if report.Skill == "" {
+		report.Skill = skillFromHeaders(src.lookup, attempts)
+	}
+
+	if c.Bool("dry-run") {
+		if plan.Restore != nil {
+			preview, err := store.Restore(c.Context, plan.Restore.ID, checkpoint.RestoreOptions{DryRun: true})
+			if err != nil {
+				return err
+			}
+			report.Writes, report.Removes = preview.Write, preview.Remove
+		}
+		if o.JSON {
+			return writeJSON(o, planJSON(report))
+		}
+		_, err := fmt.Fprint(o.Stdout, replay.RenderDryRun(report))
+		return err
+	}
+
+	// Guards: the branch the pipeline ran on, then confirmation.
+	var modified []string
+	if plan.Restore != nil {
+		if err := branchGuard(c, src.marker); err != nil {
+			return err
+		}
+		q := fmt.Sprintf("About to restore working directory to checkpoint %s (taken at %s", plan.Restore.Reason, plan.Restore.Time.Format(time.RFC3339))
+		if src.marker != nil && src.marker.Branch != nil {
+			q += ", branch " + *src.marker.Branch
+		}
+		q += "). This will reset uncommitted changes. Proceed?"
+		if err := o.confirm(q); err != nil {
+			return err
+		}
+		res, err := store.Restore(c.Context, plan.Restore.ID, checkpoint.RestoreOptions{})
+		if err != nil {
+			return err
+		}
+		o.notef("restored to checkpoint %s (%s); safety checkpoint %s undoes it", res.Target.Short(), res.Target.Reason, res.Safety.Short())
+		modified = append(append(modified, res.Write...), res.Remove...)
+	}
+
+	session := c.String("session")
+	if session == "" {
+		session = fmt.Sprintf("replay-%d-%d", o.Now().Unix(), os.Getpid())
+	}
+	rd := replay.Redispatcher{
+		DispatchDir: src.dispatchDir, Lookup: src.lookup, Templates: c.String("templates"),
+		AllowUnfaithful: c.Bool("allow-unfaithful"), Skill: report.Skill, Session: session, Now: o.Now(),
+		Warn: func(s string) { o.warnf("%s", s) }, ManifestWarn: o.Stderr,
+	}
+	jobs, err := rd.Write(plan.Redo)
+	if err != nil {
+		if errors.Is(err, replay.ErrUnfaithful) {
+			return withHint(err, "pass --templates DIR holding <template>.md, or --allow-unfaithful to re-dispatch from the manifest's record alone")
+		}
+		return err
+	}
+
+	// The orchestrator's state, as a synthetic Compression State Block.
+	redispatched := map[int]int{}
+	for _, j := range jobs {
+		redispatched[j.From.Seq] = j.Seq
+	}
+	st, warnings := replay.LoadState(src.scratch, filepath.Join(tmpDir(), "crucible-build-mode.md"))
+	for _, w := range warnings {
+		o.warnf("%s", w)
+	}
+	csb := replay.RenderCSB(replay.CSBInput{State: st, Plan: plan, Skill: report.Skill, Session: session,
+		Scratch: src.scratch, FilesModified: modified, Redispatched: redispatched})
+	csbDir := src.scratch
+	if csbDir == "" {
+		csbDir = src.dispatchDir
+	}
+	csbPath := filepath.Join(csbDir, "replay-"+session+"-csb.md")
+	if err := manifest.WriteFileAtomic(csbPath, []byte(csb), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprint(o.Stdout, csb)
+
+	waves := replay.Waves(jobs, planCps)
+	if c.String("exec") == "" {
+		printDelegatePlan(o, src, session, waves)
+		return nil
+	}
+	return runReplay(c, store, src, session, waves, path)
+}
+
+// exitUsageIf gives plan errors caused by a bad flag (an unknown phase or seq)
+// the usage exit code.
+func exitUsageIf(err error) int {
+	if strings.HasPrefix(err.Error(), "--from-") {
+		return exitUsage
+	}
+	return 0
+}
+
+// sessionOf is the original pipeline's session id: the marker's, else the
+// dispatch directory's name (crucible-dispatch-<id>).
+func sessionOf(src *replaySource) string {
+	if src.marker != nil && src.marker.PipelineID != "" {
+		return src.marker.PipelineID
+	}
+	base := filepath.Base(src.dispatchDir)
+	for _, p := range []string{"crucible-dispatch-", "dispatch-"} {
+		if id, ok := strings.CutPrefix(base, p); ok {
+			return id
+		}
+	}
+	return ""
+}
+
+func earliest(ds []replay.Dispatch) time.Time {
+	var t time.Time
+	for _, d := range ds {
+		for _, a := range d.Attempts {
+			if !a.Time.IsZero() && (t.IsZero() || a.Time.Before(t)) {
+				t = a.Time
+			}
+		}
+	}
+	return t
+}
+
+// skillFromHeaders takes the pipeline's skill from the first dispatch file's
+// audit header when no marker names it.
+func skillFromHeaders(dirs []string, attempts []replay.Attempt) string {
+	for _, a := range attempts {
+		if p := replay.FindDispatchFile(dirs, a.File); p != "" {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				continue
+			}
+			if h, _, ok := replay.ParseDispatchFile(string(data)); ok && h.Pipeline != "" {
+				return h.Pipeline
+			}
+		}
+	}
+	return ""
+}
+
+// projectCommits reads the project's history since the first dispatch, through
+// the read-only runner.
+func projectCommits(c *cli.Context, attempts []replay.Attempt) ([]replay.Commit, error) {
+	var since time.Time
+	for _, a := range attempts {
+		if !a.Time.IsZero() && (since.IsZero() || a.Time.Before(since)) {
+			since = a.Time
+		}
+	}
+	args := []string{"log", "-z", "--format=" + replay.LogFormat}
+	if !since.IsZero() {
+		args = append(args, "--since=@"+strconv.FormatInt(since.Add(-time.Hour).Unix(), 10))
+	}
+	out, err := gitexec.Project{Dir: opts(c).WorkTree}.Run(c.Context, append(args, "HEAD", "--")...)
+	if err != nil {
+		return nil, err
+	}
+	return replay.ParseLog(out), nil
+}
+
+// branchGuard refuses to restore when the pipeline ran on another branch.
+func branchGuard(c *cli.Context, m *manifest.Marker) error {
+	if m == nil || m.Branch == nil || *m.Branch == "" {
+		return nil
+	}
+	out, err := gitexec.Project{Dir: opts(c).WorkTree}.Run(c.Context, "branch", "--show-current")
+	if err != nil {
+		return nil
+	}
+	current := strings.TrimSpace(string(out))
+	if current == *m.Branch {
+		return nil
+	}
+	return exitErrorf(exitGuard, "Pipeline was running on branch %s but you are on %s. Switch to %s before resuming — restoring a checkpoint from a different branch would contaminate your working directory.",
+		*m.Branch, orDash(current), *m.Branch)
+}
+
+func printDelegatePlan(o *options, src *replaySource, session string, waves []replay.Wave) {
+	n := 0
+	for _, w := range waves {
+		n += len(w.Jobs)
+	}
+	fmt.Fprintf(o.Stdout, "\n# Re-dispatch plan (session %s)\n\n", session)
+	fmt.Fprintf(o.Stdout, "%d dispatch(es) in %d wave(s); the dispatch files and `dispatched` entries are written in %s.\n", n, len(waves), src.dispatchDir)
+	for i, w := range waves {
+		fmt.Fprintf(o.Stdout, "\n## Wave %d", i+1)
+		if w.Checkpoint != "" {
+			fmt.Fprintf(o.Stdout, " (first: rewind checkpoint create --reason %s)", w.Checkpoint)
+		}
+		fmt.Fprintf(o.Stdout, "\n| Seq | Replays | Role | Phase | Dispatch file |\n|-----|---------|------|-------|---------------|\n")
+		for _, j := range w.Jobs {
+			fmt.Fprintf(o.Stdout, "| %d | %d | %s | %s | %s |\n", j.Seq, j.ReplayOf, orDash(j.From.Role), orDash(j.From.Phase), filepath.Base(j.DispatchFile))
+		}
+	}
+	fmt.Fprintf(o.Stdout, "\nRecord each completion with: rewind dispatch after --dir %s --seq N --status completed --summary TEXT\n", src.dispatchDir)
+}
+
+// runReplay runs the waves through --exec, recording each outcome in the
+// manifest, taking a checkpoint at each boundary crossed, and stopping at the
+// first wave with a failed dispatch.
+func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, session string, waves []replay.Wave, path string) error {
+	o := opts(c)
+	r := replay.Runner{Command: c.String("exec"), WorkTree: o.WorkTree, DispatchDir: src.dispatchDir,
+		Session: session, Jobs: c.Int("jobs"), Now: o.Now}
+	done := 0
+	for i, w := range waves {
+		if w.Checkpoint != "" && i > 0 {
+			made, err := store.Create(c.Context, checkpoint.CreateOptions{Reason: w.Checkpoint, Source: "replay"})
+			if err != nil {
+				return err
+			}
+			o.notef("checkpoint %s %s", made.Checkpoint.Short(), w.Checkpoint)
+		}
+		outcomes, err := r.RunWave(c.Context, w, func(out replay.Outcome) error {
+			summary := out.Summary
+			chars, dur := int64(out.OutputChars), int64(out.Duration)
+			_, err := manifest.After(src.dispatchDir, manifest.Completion{Seq: int64(out.Job.Seq), Status: out.Status,
+				Summary: &summary, OutputChars: &chars, Duration: &dur}, o.Stderr)
+			o.notef("seq %d (%s, replays %d): %s", out.Job.Seq, orDash(out.Job.From.Role), out.Job.ReplayOf, out.Status)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for _, out := range outcomes {
+			if out.Status != "completed" {
+				return withHint(exitErrorf(exitFailure, "seq %d (%s, phase %s) failed (exit status %d); the replay stopped with its state recorded in the manifest",
+					out.Job.Seq, orDash(out.Job.From.Role), orDash(out.Job.From.Phase), out.ExitCode),
+					"resume it again: rewind replay "+path)
+			}
+			done++
+		}
+	}
+	o.notef("replay %s complete: %d dispatches completed", session, done)
+	return nil
+}
+
+// planJSON is the dry-run plan as one JSON document.
+func planJSON(r replay.Report) map[string]any {
+	p := r.Plan
+	dispatch := func(d replay.Dispatch) map[string]any {
+		a := d.Latest()
+		return map[string]any{"seq": a.Seq, "original_seq": d.Seq(), "role": a.Role, "phase": d.Phase(),
+			"status": a.Status, "summary": a.Summary, "template": replay.Template(a), "time": a.Time.UTC().Format(time.RFC3339), "time_from": a.TimeFrom}
+	}
+	skip, redo := []any{}, []any{}
+	for _, d := range p.Skip {
+		skip = append(skip, dispatch(d))
+	}
+	for _, d := range p.Redo {
+		redo = append(redo, dispatch(d))
+	}
+	findings := []any{}
+	for _, f := range p.Findings {
+		findings = append(findings, map[string]any{"seq": f.Seq, "role": f.Role, "kind": string(f.Kind), "ok": f.OK, "detail": f.Detail})
+	}
+	var restore any
+	if p.Restore != nil {
+		restore = map[string]any{"id": p.Restore.ID, "reason": p.Restore.Reason, "timestamp": p.Restore.Time.UTC().Format(time.RFC3339),
+			"write": nonNil(r.Writes), "remove": nonNil(r.Removes)}
+	}
+	var started any
+	if !r.Started.IsZero() {
+		started = r.Started.UTC().Format(time.RFC3339)
+	}
+	return map[string]any{
+		"source": r.Source, "skill": r.Skill, "session": r.Session, "started": started,
+		"crashed_at":   map[string]any{"phase": p.CrashPhase, "context": p.CrashContext},
+		"resume_phase": p.ResumePhase, "restore": restore, "fallback": p.Fallback, "desired_checkpoint": p.Desired,
+		"skip": skip, "redo": redo, "findings": findings, "warnings": nonNil(p.Warnings),
+	}
+}
