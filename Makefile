@@ -7,9 +7,13 @@ BIN     ?= bin/rewind
 PREFIX  ?= /usr/local
 FUZZTIME ?= 10s
 
-.PHONY: all build install test fmt-check vet tidy-check update-golden fuzz bench bench-quick bench-large soak clean
+.PHONY: all demo build install test fmt-check vet tidy-check update-golden fuzz bench bench-quick bench-large soak clean
 
 all: build
+
+## demo: build a crashed pipeline in a temporary directory and resume it
+demo: build
+	$(BIN) demo
 
 ## build: a static binary in bin/rewind, version stamped
 build:

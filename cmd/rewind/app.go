@@ -48,6 +48,7 @@ func commands() []*cli.Command {
 		manifestCommand(),
 		pipelineCommand(),
 		replayCommand(),
+		demoCommand(),
 	}
 }
 
