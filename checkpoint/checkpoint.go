@@ -151,18 +151,36 @@ func (s *Store) Create(ctx context.Context, opt CreateOptions) (*Created, error)
 	if err := CheckLabel("source", opt.Source); err != nil {
 		return nil, err
 	}
-	unlock, err := s.lock(ctx)
+	unlock, err := s.begin(ctx, true)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if err := s.ensure(ctx); err != nil {
+	return s.create(ctx, opt)
+}
+
+// begin starts a mutating operation: it takes the lock and creates or checks
+// the store. With refuseInterrupted, an unfinished restore stops it: only a
+// restore may run on a half-restored work tree.
+func (s *Store) begin(ctx context.Context, refuseInterrupted bool) (func(), error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
 		return nil, err
 	}
-	if m, err := s.interruptedRestore(); err == nil && m != nil {
-		return nil, m.err()
+	if err := s.ensure(ctx); err != nil {
+		unlock()
+		return nil, err
 	}
-	return s.create(ctx, opt)
+	if refuseInterrupted {
+		if m, err := s.interruptedRestore(); err != nil || m != nil {
+			unlock()
+			if err != nil {
+				return nil, err
+			}
+			return nil, m.err()
+		}
+	}
+	return unlock, nil
 }
 
 // create is Create under the lock.
@@ -314,17 +332,11 @@ type Change struct {
 // returning the size of the store's repository before and after. (On a tiny
 // store, packing can cost more than the evicted objects freed.)
 func (s *Store) Prune(ctx context.Context, keep int) (evicted []*Checkpoint, before, after int64, err error) {
-	unlock, err := s.lock(ctx)
+	unlock, err := s.begin(ctx, true)
 	if err != nil {
 		return nil, 0, 0, err
 	}
 	defer unlock()
-	if err := s.ensure(ctx); err != nil {
-		return nil, 0, 0, err
-	}
-	if m, err := s.interruptedRestore(); err == nil && m != nil {
-		return nil, 0, 0, m.err()
-	}
 	before = dirSize(s.gitDir())
 	cps, err := s.List(ctx)
 	if err != nil {

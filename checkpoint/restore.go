@@ -99,14 +99,11 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := s.lock(ctx)
+	unlock, err := s.begin(ctx, false)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if err := s.ensure(ctx); err != nil {
-		return nil, err
-	}
 	cps, err := s.List(ctx)
 	if err != nil {
 		return nil, err

@@ -90,7 +90,6 @@ type Runner struct {
 	DispatchDir string
 	Session     string
 	Jobs        int // parallel jobs within a wave
-	Now         func() time.Time
 }
 
 // Run runs one job: the agent's stdout becomes the result file, its length the

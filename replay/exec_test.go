@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestSummary(t *testing.T) {
@@ -54,7 +53,6 @@ func TestRunnerRunsAgents(t *testing.T) {
 		DispatchDir: dd,
 		Session:     "s1",
 		Jobs:        2,
-		Now:         time.Now,
 	}
 	a := att(6, "implementer", "3", "dispatched", 51)
 	a.Task = intp(2)

@@ -404,7 +404,7 @@ func printDelegatePlan(o *options, src *replaySource, session string, waves []re
 func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, session string, waves []replay.Wave, path string) error {
 	o := opts(c)
 	r := replay.Runner{Command: c.String("exec"), WorkTree: o.WorkTree, DispatchDir: src.dispatchDir,
-		Session: session, Jobs: c.Int("jobs"), Now: o.Now}
+		Session: session, Jobs: c.Int("jobs")}
 	done := 0
 	for i, w := range waves {
 		if w.Checkpoint != "" && i > 0 {
