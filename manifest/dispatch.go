@@ -26,9 +26,15 @@ const LedgerName = "receipt-ledger.jsonl"
 type DispatchError struct {
 	Usage bool
 	Msg   string
+	// DirMissing: the refusal is that the dispatch directory is gone.
+	DirMissing bool
 }
 
 func (e *DispatchError) Error() string { return e.Msg }
+
+func dirMissing(dir string) error {
+	return &DispatchError{Msg: "dispatch cleanup: dispatch dir missing: " + dir, DirMissing: true}
+}
 
 func refuse(format string, a ...any) error {
 	return &DispatchError{Msg: fmt.Sprintf(format, a...)}
@@ -78,11 +84,12 @@ func NextSeq(dir string) (int64, error) {
 	defer f.Close()
 	// A shared lock: never read a line a writer is half-way through.
 	if err := lockFile(f, false); err != nil {
-		return 0, refuse("dispatch seq: lock %s: %v", f.Name(), err)
+		return 0, refuse("dispatch seq: lock %s: %v", f.Name(), bareErr(err))
 	}
 	next, corrupt, err := seqScan(f)
 	if err != nil {
-		return 0, refuse("dispatch seq: read %s: %v", f.Name(), err)
+		// err is a *PathError that names the path already: say it once.
+		return 0, refuse("dispatch seq: read %s: %v", f.Name(), bareErr(err))
 	}
 	if corrupt > 0 {
 		return 0, corruptMsg("seq", corrupt)
@@ -161,7 +168,7 @@ func Before(dir string, d Dispatched, auto bool, warn io.Writer) (int64, error) 
 	if auto {
 		next, corrupt, err := seqScan(a.reader())
 		if err != nil {
-			return 0, refuse("dispatch before: read %s: %v", a.f.Name(), err)
+			return 0, refuse("dispatch before: read %s: %v", a.f.Name(), bareErr(err))
 		}
 		if corrupt > 0 {
 			return 0, corruptMsg("before", corrupt)
@@ -170,7 +177,7 @@ func Before(dir string, d Dispatched, auto bool, warn io.Writer) (int64, error) 
 	}
 	line := Fit(d.Record(), nil, warn)
 	if err := a.append(line); err != nil {
-		return 0, refuse("dispatch before: write %s: %v", a.f.Name(), err)
+		return 0, refuse("dispatch before: write %s: %v", a.f.Name(), bareErr(err))
 	}
 	return d.Seq, nil
 }
@@ -203,14 +210,14 @@ func After(dir string, c Completion, warn io.Writer) (string, error) {
 		return nil
 	})
 	if err != nil {
-		return "", refuse("dispatch after: read %s: %v", a.f.Name(), err)
+		return "", refuse("dispatch after: read %s: %v", a.f.Name(), bareErr(err))
 	}
 	if prev == nil {
 		return "", noPrev
 	}
 	line := Fit(c.Record(prev), c.Summary, warn)
 	if err := a.append(line); err != nil {
-		return "", refuse("dispatch after: write %s: %v", a.f.Name(), err)
+		return "", refuse("dispatch after: write %s: %v", a.f.Name(), bareErr(err))
 	}
 	return PyStr(gjson.GetBytes(prev, "file")), nil
 }
@@ -222,7 +229,7 @@ func After(dir string, c Completion, warn io.Writer) (string, error) {
 // returns dispatch.py's message.
 func Cleanup(dir, scratch string, failed bool) (string, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return "", refuse("dispatch cleanup: dispatch dir missing: %s", dir)
+		return "", dirMissing(dir)
 	}
 	dst := pyJoin(scratch, PyBasename(pyNormpath(dir)))
 	if failed {
@@ -253,7 +260,7 @@ func Cleanup(dir, scratch string, failed bool) (string, error) {
 		}
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return "", refuse("dispatch cleanup: delete %s: %v", dir, err)
+		return "", refuse("dispatch cleanup: delete %s: %v", dir, unwrapPath(err))
 	}
 	return fmt.Sprintf("copied manifest.jsonl + receipt-ledger.jsonl to %s; deleted %s", dst, dir), nil
 }

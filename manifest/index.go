@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -85,11 +86,20 @@ type Index struct {
 	statusIx map[string]int32
 	maxSeq   int64
 	win      window
+	counts   bool // validate the counts of every entry (OpenCheck)
 }
 
 // Open reads the manifest at path into an Index. Close it when done: the
 // authoritative lines are read back from the file on demand.
-func Open(path string) (*Index, error) {
+func Open(path string) (*Index, error) { return open(path, false) }
+
+// OpenCheck is Open for Check: it also validates the counts of every entry
+// (input_chars, output_chars, tool_calls, duration_s), adding an
+// invalid_count problem for each that is neither null nor a non-negative
+// integer. That reads every key of every line, which show and stats need not.
+func OpenCheck(path string) (*Index, error) { return open(path, true) }
+
+func open(path string, counts bool) (*Index, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -104,6 +114,7 @@ func Open(path string) (*Index, error) {
 		return nil, fmt.Errorf("%s is a directory", path)
 	}
 	ix := newIndex(path)
+	ix.counts = counts
 	ix.f = f
 	ix.win.f = f
 	if err := ix.readFile(f); err != nil {
@@ -154,6 +165,30 @@ type lineRec struct {
 	keys   string // for Other lines: the keys it has
 	status val
 	phase  val
+	bad    []badCount // counts that are not non-negative integers
+}
+
+// CountKeys are the entry's counts: each is null or a non-negative integer.
+var CountKeys = []string{"input_chars", "output_chars", "tool_calls", "duration_s"}
+
+// badCount is a count that is not a non-negative integer; raw may point into a
+// read buffer.
+type badCount struct {
+	key string
+	raw string
+}
+
+// countValue reads a count: ok with its value for a non-negative integer that
+// fits 64 bits; bad for anything else but a missing or null value.
+func countValue(r gjson.Result) (n int64, ok, bad bool) {
+	if !r.Exists() || r.Type == gjson.Null {
+		return 0, false, false
+	}
+	n, ok = intValue(r)
+	if !ok || n < 0 {
+		return 0, false, true
+	}
+	return n, true, false
 }
 
 // val is the part of a gjson.Result the index needs, in less memory.
@@ -174,15 +209,54 @@ func valOf(r gjson.Result) val {
 	return v
 }
 
-// recOf classifies a line and reads what the index needs of it.
-func recOf(l *Line) lineRec {
+// recOf classifies a line and reads what the index needs of it; with counts,
+// also the counts that are not non-negative integers.
+func recOf(l *Line, counts bool) lineRec {
 	r := lineRec{no: l.No, off: l.Off, n: len(l.Raw), kind: l.Kind, seq: l.Seq, seqOK: l.SeqOK, why: l.Why}
-	switch l.Kind {
-	case Entry:
+	switch {
+	case l.Kind == Entry && !counts:
 		s := bstr(l.Raw)
 		r.status = valOf(gjson.Get(s, "status"))
 		r.phase = valOf(gjson.Get(s, "phase"))
-	case Other:
+	case l.Kind == Entry:
+		// One pass over the keys; the first of a repeated key counts, as
+		// with gjson.Get.
+		var seen uint8
+		gjson.Parse(bstr(l.Raw)).ForEach(func(k, v gjson.Result) bool {
+			bit := uint8(0)
+			switch k.Str {
+			case "status":
+				bit = 1
+			case "phase":
+				bit = 2
+			case "input_chars":
+				bit = 4
+			case "output_chars":
+				bit = 8
+			case "tool_calls":
+				bit = 16
+			case "duration_s":
+				bit = 32
+			default:
+				return true
+			}
+			if seen&bit != 0 {
+				return true
+			}
+			seen |= bit
+			switch bit {
+			case 1:
+				r.status = valOf(v)
+			case 2:
+				r.phase = valOf(v)
+			default:
+				if _, _, bad := countValue(v); bad {
+					r.bad = append(r.bad, badCount{key: k.Str, raw: v.Raw})
+				}
+			}
+			return seen != 63 // stop when all six are read
+		})
+	case l.Kind == Other:
 		r.keys = otherKeys(l.Raw)
 	}
 	return r
@@ -193,7 +267,7 @@ func recOf(l *Line) lineRec {
 func (ix *Index) read(r io.Reader) error {
 	var m merger
 	err := Scan(r, func(l *Line) error {
-		rec := recOf(l)
+		rec := recOf(l, ix.counts)
 		m.push(ix, &rec)
 		return nil
 	})
@@ -304,6 +378,10 @@ func (ix *Index) intern(m map[string]int32, key string, add func() int32) int32 
 	return i
 }
 
+// phaseOf interns the phase of an entry. A missing phase and null are one
+// phase, as Python's e.get("phase") groups them. A phase that is not a string
+// is labelled with its JSON and its type ("2 (number)"), so that it reads apart
+// from the string phase "2": they are distinct phases.
 func (ix *Index) phaseOf(v val) int32 {
 	if v.t == gjson.String {
 		return ix.intern(ix.phaseStr, v.str, func() int32 {
@@ -311,19 +389,54 @@ func (ix *Index) phaseOf(v val) int32 {
 			return int32(len(ix.phases) - 1)
 		})
 	}
-	key := "\x00missing"
-	if v.exists {
+	key := "null"
+	if v.exists && v.t != gjson.Null {
 		key = v.raw
 	}
 	return ix.intern(ix.phaseRaw, key, func() int32 {
 		p := phaseInfo{label: "(none)", json: []byte("null")}
-		if v.exists && v.t != gjson.Null {
+		if key != "null" {
 			p.json = AppendValue(nil, gjson.Parse(v.raw))
-			p.label = string(p.json)
+			p.label = string(p.json) + " (" + jsonType(v) + ")"
 		}
 		ix.phases = append(ix.phases, p)
 		return int32(len(ix.phases) - 1)
 	})
+}
+
+// jsonType names the type of a JSON value that is not a string or null.
+func jsonType(v val) string {
+	switch v.t {
+	case gjson.Number:
+		return "number"
+	case gjson.True, gjson.False:
+		return "boolean"
+	}
+	if strings.HasPrefix(v.raw, "[") {
+		return "array"
+	}
+	return "object"
+}
+
+// badCountWhy says what is wrong with a count that countValue finds bad.
+func badCountWhy(raw string) string {
+	if r := gjson.Parse(raw); r.Type == gjson.Number && isIntLiteral(r.Raw) && !strings.HasPrefix(r.Raw, "-") {
+		return "not a non-negative integer up to 9223372036854775807"
+	}
+	return "not a non-negative integer"
+}
+
+// shortRaw is a JSON value for a message, cut to 40 bytes.
+func shortRaw(raw string) string {
+	raw = strings.TrimSpace(raw)
+	if len(raw) > 40 {
+		cut := 37
+		for cut > 0 && !utf8.RuneStart(raw[cut]) {
+			cut--
+		}
+		raw = raw[:cut] + "..."
+	}
+	return raw
 }
 
 func (ix *Index) statusOf(v val) int32 {
@@ -351,6 +464,10 @@ func (ix *Index) entry(l *lineRec) {
 	} else if !contains(Statuses, statusText) {
 		ix.problem(Problem{Line: l.no, Seq: seqPtr(l.seq), Severity: SevError, Kind: "unknown_status",
 			Msg: fmt.Sprintf("seq %d has an unknown status %s", l.seq, PyRepr(statusText))})
+	}
+	for _, b := range l.bad {
+		ix.problem(Problem{Line: l.no, Seq: seqPtr(l.seq), Severity: SevWarning, Kind: "invalid_count",
+			Msg: fmt.Sprintf("seq %d has %s %s: %s", l.seq, b.key, shortRaw(b.raw), badCountWhy(b.raw))})
 	}
 
 	i, seen := ix.bySeq[l.seq]
@@ -381,7 +498,8 @@ func (ix *Index) entry(l *lineRec) {
 		}
 		sl.flags |= flagDispatched
 	default:
-		if sl.flags&flagDispatched == 0 && statusText != "" {
+		// An unknown status is reported once, as unknown_status above.
+		if sl.flags&flagDispatched == 0 && contains(Statuses, statusText) {
 			ix.problem(Problem{Line: l.no, Seq: seqPtr(l.seq), Severity: SevError, Kind: "completion_without_dispatch",
 				Msg: fmt.Sprintf("seq %d is %s without a dispatched entry before it", l.seq, statusText)})
 		}
@@ -429,7 +547,7 @@ func (ix *Index) Skipped() []Problem {
 // Phase is a phase of the pipeline and its dispatches: the authoritative entry
 // of each seq whose authoritative entry is in this phase, ordered by seq.
 type Phase struct {
-	Label  string // the phase as text, "(none)" when missing or null
+	Label  string // the phase as text: "(none)" when missing or null, JSON and type when not a string
 	JSON   []byte // the phase value as JSON
 	Status string // "complete", "incomplete" or "in flight"
 	Seqs   []int64

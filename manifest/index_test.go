@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -103,13 +104,21 @@ func TestCheck(t *testing.T) {
 	for _, p := range r.Problems {
 		kinds = append(kinds, p.Severity+":"+p.Kind)
 	}
-	want := "warning:not_a_dispatch_entry error:invalid_json error:invalid_json error:completion_without_dispatch " +
-		"error:unknown_status warning:seq_out_of_order error:completion_without_dispatch error:oversize " +
-		"warning:seq_reused warning:in_flight warning:in_flight warning:in_flight"
+	// The unknown status is one finding; in flight ones sit at their lines.
+	want := "warning:not_a_dispatch_entry warning:in_flight error:invalid_json error:invalid_json error:completion_without_dispatch " +
+		"error:unknown_status warning:seq_out_of_order error:oversize warning:in_flight " +
+		"warning:seq_reused warning:in_flight"
 	if strings.Join(kinds, " ") != want {
 		t.Errorf("findings:\n got %s\nwant %s", strings.Join(kinds, " "), want)
 	}
-	if r.Errors != 6 || r.Warnings != 6 {
+	var lines []int
+	for _, p := range r.Problems {
+		lines = append(lines, p.Line)
+	}
+	if !sort.IntsAreSorted(lines) {
+		t.Errorf("findings out of line order: %v", lines)
+	}
+	if r.Errors != 5 || r.Warnings != 6 {
 		t.Errorf("errors %d warnings %d", r.Errors, r.Warnings)
 	}
 }
@@ -122,6 +131,87 @@ func TestCheckGaps(t *testing.T) {
 	}
 	if strings.Join(msgs, "|") != "seqs 2 to 4 are missing|seq 6 is missing" || r.Errors != 0 {
 		t.Errorf("got %q", msgs)
+	}
+}
+
+func TestCheckUnknownStatusOnce(t *testing.T) {
+	r := Check(openSample(t, `{"seq":8,"status":"weird"}`+"\n"))
+	if len(r.Problems) != 1 || r.Problems[0].Msg != "seq 8 has an unknown status 'weird'" || r.Errors != 1 {
+		t.Errorf("got %+v", r.Problems)
+	}
+}
+
+func TestCheckGapsFromOne(t *testing.T) {
+	r := Check(openSample(t, `{"seq":-1,"status":"dispatched"}`+"\n"+`{"seq":-1,"status":"completed"}`+"\n"+
+		`{"seq":1,"status":"dispatched"}`+"\n"+`{"seq":1,"status":"completed"}`+"\n"+
+		`{"seq":3,"status":"dispatched"}`+"\n"+`{"seq":3,"status":"completed"}`+"\n"))
+	var msgs []string
+	for _, p := range r.Problems {
+		msgs = append(msgs, p.Msg)
+	}
+	if strings.Join(msgs, "|") != "seq 2 is missing" {
+		t.Errorf("got %q", msgs)
+	}
+}
+
+const badCounts = `{"seq":1,"status":"dispatched","input_chars":1e3}
+{"seq":1,"status":"completed","input_chars":99999999999999999999,"output_chars":-5,"tool_calls":"3","duration_s":2.5}
+{"seq":2,"status":"dispatched","input_chars":100,"output_chars":null}
+{"seq":2,"status":"completed","input_chars":100,"output_chars":8,"duration_s":4,"tool_calls":0}
+`
+
+func TestCheckCounts(t *testing.T) {
+	p := filepath.Join(t.TempDir(), FileName)
+	os.WriteFile(p, []byte(badCounts), 0o644)
+	ix, err := OpenCheck(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	r := Check(ix)
+	var msgs []string
+	for _, p := range r.Problems {
+		if p.Kind == "invalid_count" {
+			msgs = append(msgs, fmt.Sprintf("%d:%s", p.Line, p.Msg))
+		}
+	}
+	want := "1:seq 1 has input_chars 1e3: not a non-negative integer|" +
+		"2:seq 1 has input_chars 99999999999999999999: not a non-negative integer up to 9223372036854775807|" +
+		"2:seq 1 has output_chars -5: not a non-negative integer|" +
+		"2:seq 1 has tool_calls \"3\": not a non-negative integer|" +
+		"2:seq 1 has duration_s 2.5: not a non-negative integer"
+	if strings.Join(msgs, "|") != want {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(msgs, "|"), want)
+	}
+	if r.Errors != 0 {
+		t.Errorf("errors: %d", r.Errors)
+	}
+}
+
+func TestStatsLeavesOutBadCounts(t *testing.T) {
+	st, err := ComputeStats(openSample(t, badCounts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.InputChars != 100 || st.OutputChars != 8 || st.Phases[0].DurationS != 4 {
+		t.Errorf("sums: %+v", st)
+	}
+	if fmt.Sprint(st.LeftOut) != "map[duration_s:1 input_chars:1 output_chars:1]" {
+		t.Errorf("left out: %v", st.LeftOut)
+	}
+}
+
+func TestPhasesNullAndMissingAreOne(t *testing.T) {
+	ix := openSample(t, `{"seq":1,"status":"dispatched"}`+"\n"+`{"seq":2,"phase":null,"status":"dispatched"}`+"\n"+
+		`{"seq":3,"phase":2,"status":"dispatched"}`+"\n"+`{"seq":4,"phase":"2","status":"dispatched"}`+"\n"+
+		`{"seq":5,"phase":[1],"status":"dispatched"}`+"\n"+`{"seq":6,"phase":true,"status":"dispatched"}`+"\n")
+	var got []string
+	for _, ph := range ix.Phases() {
+		got = append(got, fmt.Sprintf("%s=%s%v", ph.Label, ph.JSON, ph.Seqs))
+	}
+	want := `(none)=null[1 2]|2 (number)=2[3]|2="2"[4]|[1] (array)=[1][5]|true (boolean)=true[6]`
+	if strings.Join(got, "|") != want {
+		t.Errorf("got  %s\nwant %s", strings.Join(got, "|"), want)
 	}
 }
 
@@ -149,6 +239,7 @@ func TestStats(t *testing.T) {
 func FuzzIndex(f *testing.F) {
 	f.Add([]byte(sample))
 	f.Add([]byte("{\"seq\":1,\"phase\":null}\n{\"seq\":1,\"phase\":[1]}\n{\"seq\":2,\"status\":3}"))
+	f.Add([]byte(badCounts))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p := filepath.Join(t.TempDir(), FileName)
 		if err := os.WriteFile(p, data, 0o644); err != nil {
@@ -172,10 +263,28 @@ func FuzzIndex(f *testing.F) {
 		Check(ix)
 		ComputeStats(ix)
 
+		// OpenCheck reads the same entries, adding only invalid_count problems.
+		cx, err := OpenCheck(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cx.Close()
+		var other []Problem
+		for _, pr := range cx.Problems {
+			if pr.Kind != "invalid_count" {
+				other = append(other, pr)
+			}
+		}
+		if !reflect.DeepEqual(ix.slots, cx.slots) || !reflect.DeepEqual(ix.phases, cx.phases) ||
+			(cx.MoreProblems == 0 && !reflect.DeepEqual(ix.Problems, other)) {
+			t.Fatalf("OpenCheck differs:\n%+v\n%+v", ix.Problems, cx.Problems)
+		}
+
 		// The parallel first pass, with tiny blocks, agrees with the sequential one.
 		defer func(n int) { blockSize = n }(blockSize)
 		blockSize = 1 + len(data)%37
 		seq, par := newIndex("x"), newIndex("x")
+		seq.counts, par.counts = true, true
 		if err := seq.read(bytes.NewReader(data)); err != nil {
 			t.Fatal(err)
 		}

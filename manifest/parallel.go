@@ -23,9 +23,9 @@ type block struct {
 	done  chan struct{}
 }
 
-// classifyBlock fills b.recs and b.lines. Line numbers are relative (from 1);
-// the merger adds the lines of the blocks before.
-func classifyBlock(b *block) {
+// classifyBlock fills b.recs and b.lines (counts: see recOf). Line numbers are
+// relative (from 1); the merger adds the lines of the blocks before.
+func classifyBlock(b *block, counts bool) {
 	data := b.buf
 	rel := 0
 	for pos := 0; pos < len(data); {
@@ -44,7 +44,7 @@ func classifyBlock(b *block) {
 		if len(bytes.TrimSpace(raw)) > 0 {
 			l := Line{No: rel, Off: b.off + int64(pos), Raw: raw, NoNewline: noNewline}
 			classify(&l)
-			b.recs = append(b.recs, recOf(&l))
+			b.recs = append(b.recs, recOf(&l, counts))
 		}
 		pos = next
 	}
@@ -66,7 +66,7 @@ func (ix *Index) readFile(r io.Reader) error {
 	for w := 0; w < workers; w++ {
 		go func() {
 			for b := range jobs {
-				classifyBlock(b)
+				classifyBlock(b, ix.counts)
 				close(b.done)
 			}
 		}()

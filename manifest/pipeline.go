@@ -23,6 +23,10 @@ const ActiveMarker = ".pipeline-active"
 // DispatchActivePrefix starts the name of the per-session dispatch marker.
 const DispatchActivePrefix = ".dispatch-active-"
 
+// DispatchCrashedPrefix starts the name a crashed pipeline's dispatch marker is
+// archived under by `start --force`: out of the .dispatch-active-* glob.
+const DispatchCrashedPrefix = ".dispatch-crashed-"
+
 // ErrNoMarker means the scratch directory has no .pipeline-active.
 var ErrNoMarker = errors.New("no active pipeline")
 
@@ -174,7 +178,11 @@ type StartResult struct {
 	Marker   *Marker
 	Resumed  bool   // the marker was this session's already (compaction recovery)
 	Archived string // where another session's marker was moved (Force)
-	Previous *Marker
+	// ArchivedDispatch lists where the crashed pipeline's .dispatch-active-<id>
+	// markers were moved (Force), so that nothing globbing
+	// .dispatch-active-* takes them for a live pipeline.
+	ArchivedDispatch []string
+	Previous         *Marker
 }
 
 // CrashedError is another session's marker found by Start: that pipeline
@@ -247,6 +255,18 @@ func Start(o StartOptions) (*StartResult, error) {
 		if err := os.Rename(filepath.Join(o.Scratch, ActiveMarker), res.Archived); err != nil {
 			return nil, err
 		}
+		stale, err := staleDispatchMarkers(o.Scratch, old, o.Session)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range stale {
+			id := filepath.Base(p)[len(DispatchActivePrefix):]
+			dst := filepath.Join(o.Scratch, DispatchCrashedPrefix+id)
+			if err := os.Rename(p, dst); err != nil {
+				return nil, err
+			}
+			res.ArchivedDispatch = append(res.ArchivedDispatch, dst)
+		}
 		if err := syncDir(o.Scratch); err != nil {
 			return nil, err
 		}
@@ -278,6 +298,37 @@ func Start(o StartOptions) (*StartResult, error) {
 	return res, nil
 }
 
+// staleDispatchMarkers lists the .dispatch-active-<id> markers of the crashed
+// pipeline old: its own, or, when its marker is unreadable (no id), every one
+// but session's. One pipeline runs per scratch directory, so none of them is
+// live.
+func staleDispatchMarkers(scratch string, old *Marker, session string) ([]string, error) {
+	if old != nil && ValidSession(old.PipelineID) {
+		if old.PipelineID == session {
+			return nil, nil
+		}
+		p := DispatchActivePath(scratch, old.PipelineID)
+		if _, err := os.Lstat(p); err != nil {
+			if notExist(err) {
+				return nil, nil
+			}
+			return nil, err
+		}
+		return []string{p}, nil
+	}
+	all, err := filepath.Glob(filepath.Join(scratch, DispatchActivePrefix+"*"))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range all {
+		if p != DispatchActivePath(scratch, session) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
 // SetPhase records phase in the marker, atomically.
 func SetPhase(scratch, phase string) (*Marker, error) {
 	m, err := ReadMarker(scratch)
@@ -295,11 +346,17 @@ func SetPhase(scratch, phase string) (*Marker, error) {
 type FinishResult struct {
 	Marker  *Marker
 	Message string // the cleanup's message
+	// DirGone: failed, and the dispatch directory was gone: nothing was
+	// copied, only the markers were removed.
+	DirGone bool
 }
 
 // Finish ends the pipeline: the crucible cleanup of its dispatch directory
 // (see Cleanup; a directory already cleaned up is fine when its durable copy
 // exists), then the markers are removed. A refused cleanup keeps the markers.
+// With failed, a dispatch directory that is gone (a reboot emptied /tmp) has
+// nothing to copy: the markers are removed all the same, or they could never
+// be cleared.
 func Finish(scratch string, failed bool) (*FinishResult, error) {
 	m, err := ReadMarker(scratch)
 	if err != nil {
@@ -317,8 +374,14 @@ func Finish(scratch string, failed bool) (*FinishResult, error) {
 		res.Message = msg
 	case dir != "" && !failed && isFile(filepath.Join(durable, FileName)):
 		res.Message = fmt.Sprintf("%s is already cleaned up; its copy is in %s", dir, durable)
+	case failed:
+		res.DirGone = true
+		if dir == "" {
+			dir = "(the marker names none)"
+		}
+		res.Message = fmt.Sprintf("dispatch dir missing: %s; nothing copied; removed the markers of pipeline %s", dir, m.PipelineID)
 	default:
-		return nil, refuse("dispatch cleanup: dispatch dir missing: %s", dir)
+		return nil, dirMissing(dir)
 	}
 	remove := []string{filepath.Join(scratch, ActiveMarker)}
 	if ValidSession(m.PipelineID) {

@@ -143,14 +143,66 @@ func TestFinishAfterDispatchCleanup(t *testing.T) {
 	if _, err := Cleanup(d, scratch, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Finish(scratch, true); err == nil {
-		t.Error("--failed finish without the dispatch directory succeeded")
-	}
 	fr, err := Finish(scratch, false)
 	if err != nil || fr.Message != d+" is already cleaned up; its copy is in "+filepath.Join(scratch, "crucible-dispatch-7") {
 		t.Fatalf("finish: %+v, %v", fr, err)
 	}
 	if exists(filepath.Join(scratch, ActiveMarker)) {
 		t.Error("marker left")
+	}
+}
+
+// A dispatch directory that is gone cannot be cleaned up: a success finish
+// refuses (DirMissing), and finish --failed removes the markers all the same.
+func TestFinishFailedDirGone(t *testing.T) {
+	root := t.TempDir()
+	scratch, tmp := filepath.Join(root, "scratch"), filepath.Join(root, "tmp")
+	res, err := Start(StartOptions{Skill: "build", Scratch: scratch, TmpDir: tmp, Session: "7", Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := res.Marker.DispatchDir
+	os.RemoveAll(d)
+	var de *DispatchError
+	if _, err := Finish(scratch, false); !errors.As(err, &de) || !de.DirMissing {
+		t.Fatalf("finish: %v", err)
+	}
+	fr, err := Finish(scratch, true)
+	if err != nil || !fr.DirGone || fr.Message != "dispatch dir missing: "+d+"; nothing copied; removed the markers of pipeline 7" {
+		t.Fatalf("finish --failed: %+v, %v", fr, err)
+	}
+	if exists(filepath.Join(scratch, ActiveMarker)) || exists(DispatchActivePath(scratch, "7")) {
+		t.Error("markers left")
+	}
+}
+
+// start --force archives the crashed pipeline's .dispatch-active-<id> too, so
+// a recovery globbing .dispatch-active-* finds only the new pipeline.
+func TestStartForceArchivesDispatchMarker(t *testing.T) {
+	root := t.TempDir()
+	scratch, tmp := filepath.Join(root, "scratch"), filepath.Join(root, "tmp")
+	o := StartOptions{Skill: "build", Scratch: scratch, TmpDir: tmp, Session: "100", Now: time.Now()}
+	if _, err := Start(o); err != nil {
+		t.Fatal(err)
+	}
+	o.Session, o.Force = "200", true
+	res, err := Start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(scratch, ".dispatch-crashed-100")
+	if len(res.ArchivedDispatch) != 1 || res.ArchivedDispatch[0] != want || !exists(want) {
+		t.Errorf("archived: %v", res.ArchivedDispatch)
+	}
+	if got, _ := filepath.Glob(filepath.Join(scratch, DispatchActivePrefix+"*")); len(got) != 1 || got[0] != DispatchActivePath(scratch, "200") {
+		t.Errorf(".dispatch-active-* = %v", got)
+	}
+
+	// An unreadable marker: every other session's dispatch marker is stale.
+	os.WriteFile(filepath.Join(scratch, ActiveMarker), []byte("{"), 0o644)
+	o.Session = "300"
+	res, err = Start(o)
+	if err != nil || len(res.ArchivedDispatch) != 1 || res.ArchivedDispatch[0] != filepath.Join(scratch, ".dispatch-crashed-200") {
+		t.Fatalf("unreadable marker: %+v, %v", res, err)
 	}
 }

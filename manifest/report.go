@@ -13,7 +13,7 @@ type Report struct {
 	Lines        int
 	Entries      int
 	Seqs         int
-	Problems     []Problem // line findings in file order, then seq findings
+	Problems     []Problem // findings about a line in line order, then those about a seq
 	MoreProblems int
 	Errors       int
 	Warnings     int
@@ -22,7 +22,9 @@ type Report struct {
 // Check validates the manifest read into ix: bad lines, lines over MaxLine,
 // unknown or missing statuses, completions without a dispatch, seqs reused or
 // first appearing out of order (found while reading), then seqs still in
-// flight and gaps in the numbering. A manifest with no valid entry is an error.
+// flight and gaps in the numbering (from seq 1 on), and, for an index from
+// OpenCheck, counts that are not non-negative integers. A manifest with no
+// valid entry is an error.
 func Check(ix *Index) *Report {
 	r := &Report{Source: ix.Source, Lines: ix.Lines, Entries: ix.Entries, Seqs: len(ix.slots),
 		MoreProblems: ix.MoreProblems}
@@ -42,7 +44,10 @@ func Check(ix *Index) *Report {
 		order[i] = int32(i)
 	}
 	sort.Slice(order, func(a, b int) bool { return ix.slots[order[a]].seq < ix.slots[order[b]].seq })
-	for _, i := range order {
+	// In flight, by the line of the authoritative entry.
+	byLine := append([]int32(nil), order...)
+	sort.Slice(byLine, func(a, b int) bool { return ix.slots[byLine[a]].line < ix.slots[byLine[b]].line })
+	for _, i := range byLine {
 		s := &ix.slots[i]
 		if ix.statuses[s.status] == "dispatched" {
 			extra(Problem{Line: int(s.line), Seq: seqPtr(s.seq), Severity: SevWarning, Kind: "in_flight",
@@ -50,16 +55,29 @@ func Check(ix *Index) *Report {
 		}
 	}
 	for k := 1; k < len(order); k++ {
-		a, b := ix.slots[order[k-1]].seq, ix.slots[order[k]].seq
-		if b-a <= 1 {
+		// Seqs start at 1: nothing below it is missing.
+		lo, hi := ix.slots[order[k-1]].seq+1, ix.slots[order[k]].seq-1
+		if lo < 1 {
+			lo = 1
+		}
+		if lo > hi {
 			continue
 		}
-		msg := fmt.Sprintf("seq %d is missing", a+1)
-		if b-a > 2 {
-			msg = fmt.Sprintf("seqs %d to %d are missing", a+1, b-1)
+		msg := fmt.Sprintf("seq %d is missing", lo)
+		if hi > lo {
+			msg = fmt.Sprintf("seqs %d to %d are missing", lo, hi)
 		}
-		extra(Problem{Seq: seqPtr(a + 1), Severity: SevWarning, Kind: "seq_gap", Msg: msg})
+		extra(Problem{Seq: seqPtr(lo), Severity: SevWarning, Kind: "seq_gap", Msg: msg})
 	}
+	// Line findings in line order (in flight ones among them), then the
+	// findings about a seq alone.
+	sort.SliceStable(r.Problems, func(a, b int) bool {
+		la, lb := r.Problems[a].Line, r.Problems[b].Line
+		if la == 0 || lb == 0 {
+			return la != 0 && lb == 0
+		}
+		return la < lb
+	})
 	for _, p := range r.Problems {
 		if p.Severity == SevError {
 			r.Errors++
@@ -81,6 +99,10 @@ type Stats struct {
 	Rework      int     // failed/error entries that were retried
 	ReworkSeqs  []int64 // the seqs retried
 	Phases      []PhaseStats
+	// LeftOut counts, per key (input_chars, output_chars, duration_s), the
+	// authoritative values left out of the sums: not null and not a
+	// non-negative integer within 64 bits.
+	LeftOut map[string]int
 }
 
 // TierCount is the number of dispatches of one model tier ("" for none).
@@ -113,7 +135,16 @@ func ComputeStats(ix *Index) (*Stats, error) {
 	if len(ix.slots) == 0 {
 		return nil, ErrEmpty
 	}
-	st := &Stats{Source: ix.Source, Dispatches: len(ix.slots), ByStatus: map[string]int{}}
+	st := &Stats{Source: ix.Source, Dispatches: len(ix.slots), ByStatus: map[string]int{}, LeftOut: map[string]int{}}
+	// sum adds a count to *dst, or counts it as left out.
+	sum := func(dst *int64, line, key string) {
+		n, ok, bad := countValue(gjson.Get(line, key))
+		if ok {
+			*dst += n
+		} else if bad {
+			st.LeftOut[key]++
+		}
+	}
 	tiers := map[string]int{}
 	var tierOrder []string
 	for _, ph := range ix.Phases() {
@@ -125,16 +156,9 @@ func ComputeStats(ix *Index) (*Stats, error) {
 			if status == "completed" {
 				ps.Completed++
 			}
-			in, out := gjson.Get(s, "input_chars"), gjson.Get(s, "output_chars")
-			if n, ok := intValue(in); ok {
-				ps.InputChars += n
-			}
-			if n, ok := intValue(out); ok {
-				ps.OutChars += n
-			}
-			if n, ok := intValue(gjson.Get(s, "duration_s")); ok {
-				ps.DurationS += n
-			}
+			sum(&ps.InputChars, s, "input_chars")
+			sum(&ps.OutChars, s, "output_chars")
+			sum(&ps.DurationS, s, "duration_s")
 			key := "\x00"
 			if t := gjson.Get(s, "model_tier"); t.Type == gjson.String {
 				key = t.Str

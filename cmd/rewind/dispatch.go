@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -108,18 +109,22 @@ func dispatchArgs(c *cli.Context, required ...string) error {
 }
 
 // pyInt parses an int flag as Python's int() does: base 10, surrounding
-// whitespace, a sign, and underscores between digits.
-func pyInt(s string) (int64, bool) {
+// whitespace, a sign, and underscores between digits. Unlike Python, the value
+// must fit 64 bits: big reports a well-formed value outside that range.
+func pyInt(s string) (n int64, ok, big bool) {
 	t := strings.TrimSpace(s)
 	if strings.HasPrefix(t, "_") || strings.HasSuffix(t, "_") || strings.Contains(t, "__") {
-		return 0, false
+		return 0, false, false
 	}
 	body := strings.TrimLeft(t, "+-")
 	if strings.HasPrefix(body, "_") {
-		return 0, false
+		return 0, false, false
 	}
 	n, err := strconv.ParseInt(strings.ReplaceAll(t, "_", ""), 10, 64)
-	return n, err == nil
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, false, true
+	}
+	return n, err == nil, false
 }
 
 // intFlag reads an optional int flag (nil when not given).
@@ -128,7 +133,11 @@ func intFlag(c *cli.Context, name string) (*int64, error) {
 		return nil, nil
 	}
 	v := c.String(name)
-	n, ok := pyInt(v)
+	n, ok, big := pyInt(v)
+	if big {
+		return nil, argparseError(c, "argument --%s: int value out of range: %s (the range is %d to %d)",
+			name, manifest.PyRepr(v), int64(math.MinInt64), int64(math.MaxInt64))
+	}
 	if !ok {
 		return nil, argparseError(c, "argument --%s: invalid int value: %s", name, manifest.PyRepr(v))
 	}

@@ -57,8 +57,9 @@ func manifestCommand() *cli.Command {
 }
 
 // openManifest resolves PATH, prints the resolution notes as warnings and reads
-// the manifest. The notes are returned for --json documents.
-func openManifest(c *cli.Context) (*manifest.Index, []string, error) {
+// the manifest (with check, validating every entry's counts too). The notes are
+// returned for --json documents.
+func openManifest(c *cli.Context, check bool) (*manifest.Index, []string, error) {
 	o := opts(c)
 	if c.NArg() != 1 {
 		return nil, nil, usageErrorf("%s takes one PATH argument; got %d", strings.TrimPrefix(c.Command.HelpName, "rewind "), c.NArg())
@@ -78,7 +79,11 @@ func openManifest(c *cli.Context) (*manifest.Index, []string, error) {
 			o.warnf("  %s", cand)
 		}
 	}
-	ix, err := manifest.Open(loc.Path)
+	open := manifest.Open
+	if check {
+		open = manifest.OpenCheck
+	}
+	ix, err := open(loc.Path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", loc.Path, err)
 	}
@@ -115,7 +120,7 @@ func skippedWarnings(o *options, ix *manifest.Index) []string {
 
 func manifestShow(c *cli.Context) error {
 	o := opts(c)
-	ix, notes, err := openManifest(c)
+	ix, notes, err := openManifest(c, false)
 	if err != nil {
 		return err
 	}
@@ -268,7 +273,7 @@ type checkJSON struct {
 
 func manifestCheck(c *cli.Context) error {
 	o := opts(c)
-	ix, _, err := openManifest(c)
+	ix, _, err := openManifest(c, true)
 	if err != nil {
 		return err
 	}
@@ -323,6 +328,7 @@ type statsJSON struct {
 	ByTier                []tierJSON     `json:"by_tier"`
 	Rework                reworkJSON     `json:"rework"`
 	Phases                []phaseJSON    `json:"phases"`
+	LeftOut               map[string]int `json:"left_out"`
 }
 
 type tierJSON struct {
@@ -347,7 +353,7 @@ type phaseJSON struct {
 
 func manifestStats(c *cli.Context) error {
 	o := opts(c)
-	ix, _, err := openManifest(c)
+	ix, _, err := openManifest(c, false)
 	if err != nil {
 		return err
 	}
@@ -361,7 +367,7 @@ func manifestStats(c *cli.Context) error {
 		doc := statsJSON{Source: st.Source, Dispatches: st.Dispatches, ByStatus: st.ByStatus,
 			InputChars: st.InputChars, OutputChars: st.OutputChars,
 			EstimatedInputTokens: manifest.EstimatedTokens(st.InputChars), EstimatedOutputTokens: manifest.EstimatedTokens(st.OutputChars),
-			Rework: reworkJSON{Retries: st.Rework, Seqs: append([]int64{}, st.ReworkSeqs...)}}
+			Rework: reworkJSON{Retries: st.Rework, Seqs: append([]int64{}, st.ReworkSeqs...)}, LeftOut: st.LeftOut}
 		for _, t := range st.ByTier {
 			tj := tierJSON{Dispatches: t.Dispatches}
 			if !t.Null {
@@ -399,6 +405,9 @@ func manifestStats(c *cli.Context) error {
 	fmt.Fprintf(w, "dispatches: %d (%s)\n", st.Dispatches, strings.Join(parts, ", "))
 	fmt.Fprintf(w, "input: %d chars (~%d tokens)\n", st.InputChars, manifest.EstimatedTokens(st.InputChars))
 	fmt.Fprintf(w, "output: %d chars (~%d tokens)\n", st.OutputChars, manifest.EstimatedTokens(st.OutputChars))
+	if left := leftOutText(st.LeftOut); left != "" {
+		fmt.Fprintf(w, "left out of the sums: %s (not non-negative integers; see rewind manifest check)\n", left)
+	}
 	parts = parts[:0]
 	for _, t := range st.ByTier {
 		label := t.Tier
@@ -426,6 +435,18 @@ func manifestStats(c *cli.Context) error {
 		return err
 	}
 	return w.Flush()
+}
+
+// leftOutText lists the values left out of the sums, per key, in the order
+// of the manifest's keys ("" when none).
+func leftOutText(left map[string]int) string {
+	var parts []string
+	for _, k := range manifest.CountKeys {
+		if n := left[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // writeJSON prints one JSON document on stdout, without HTML escaping.

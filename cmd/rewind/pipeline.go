@@ -37,7 +37,8 @@ func pipelineCommand() *cli.Command {
 					"<scratch>/.dispatch-active-<session>, and prints the dispatch directory. The session\n" +
 					"defaults to the current Unix time. A marker of the same session is compaction recovery;\n" +
 					"another session's marker means that pipeline crashed: refused (exit 1) unless --force,\n" +
-					"which archives the old marker as .pipeline-crashed-<id>.",
+					"which archives the old marker as .pipeline-crashed-<id> and its .dispatch-active-<id> as\n" +
+					".dispatch-crashed-<id>.",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "skill", Usage: "the `NAME` of the skill that runs the pipeline (build, quality-gate, ...)"},
 					scratchFlag(),
@@ -61,7 +62,8 @@ func pipelineCommand() *cli.Command {
 				Description: "Success: copies manifest.jsonl and receipt-ledger.jsonl (both must exist) to\n" +
 					"<scratch>/crucible-dispatch-<id>/ and deletes the dispatch directory. --failed: copies\n" +
 					"the whole dispatch directory there and leaves it in place. Then removes .pipeline-active\n" +
-					"and .dispatch-active-<id>. A refused cleanup keeps the markers.",
+					"and .dispatch-active-<id>. A refused cleanup keeps the markers. When the dispatch\n" +
+					"directory is gone, --failed copies nothing and removes the markers.",
 				Flags: []cli.Flag{
 					scratchFlag(),
 					&cli.BoolFlag{Name: "failed", Usage: "the pipeline failed or escalated: keep the whole dispatch directory"},
@@ -174,6 +176,9 @@ func pipelineStart(c *cli.Context) error {
 		o.notef("pipeline %s is already active; continuing it (compaction recovery)", m.PipelineID)
 	case res.Archived != "":
 		o.notef("archived the marker of crashed pipeline %s as %s", prevID(res.Previous), res.Archived)
+		for _, p := range res.ArchivedDispatch {
+			o.notef("archived its dispatch marker as %s", p)
+		}
 	}
 	fmt.Fprintln(o.Stdout, m.DispatchDir)
 	return nil
@@ -232,8 +237,13 @@ func pipelineFinish(c *cli.Context) error {
 	res, err := manifest.Finish(scratch, c.Bool("failed"))
 	var de *manifest.DispatchError
 	if errors.As(err, &de) {
-		return withHint(errors.New(strings.TrimPrefix(de.Msg, "dispatch cleanup: ")),
-			"the markers are kept; fix the dispatch directory, or finish with --failed")
+		msg := errors.New(strings.TrimPrefix(de.Msg, "dispatch cleanup: "))
+		if de.DirMissing {
+			return withHint(msg, "the markers are kept; with the dispatch directory gone there is nothing to copy: "+
+				"rewind pipeline finish --failed removes the markers")
+		}
+		return withHint(msg, "the markers are kept; fix the dispatch directory, or finish with --failed "+
+			"(copies the whole dispatch directory and leaves it in place)")
 	}
 	if err != nil {
 		return markerError(err)
