@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -61,19 +62,22 @@ func (s *Store) writeExcludes() error {
 
 // capture brings the store's index to the work tree's current state and writes
 // its tree. maxSize <= 0 means no limit.
-func (s *Store) capture(ctx context.Context, maxSize int64) (*capture, error) {
+//
+// force names paths to capture even when ignored (a restore passes the paths it
+// may overwrite, so its safety checkpoint holds what they hold now).
+func (s *Store) capture(ctx context.Context, maxSize int64, force ...string) (*capture, error) {
 	if err := s.writeExcludes(); err != nil {
 		return nil, err
 	}
-	paths, err := s.listPaths(ctx, s.WorkTree, "")
+	paths, err := s.listPaths(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range s.projectTracked(ctx) {
-		paths = append(paths, p)
-	}
+	paths = append(paths, s.projectTracked(ctx)...)
+	paths = append(paths, force...)
 	paths = dedupe(paths)
 
+	s.dirOK.Clear()
 	keep, drop, skipped := s.classify(paths, maxSize)
 	c := &capture{skipped: skipped}
 	g := s.git()
@@ -116,35 +120,73 @@ func (s *Store) capture(ctx context.Context, maxSize int64) (*capture, error) {
 	return c, nil
 }
 
-// listPaths lists the files git would capture under dir (the work tree or a
-// nested repository in it), as paths relative to the work tree. A nested
-// repository shows up as "sub/" and is listed through its own work tree, so its
-// files are captured one by one and never as a gitlink.
-func (s *Store) listPaths(ctx context.Context, dir, prefix string) ([]string, error) {
+// listPaths lists the files git would capture, relative to the work tree.
+//
+// git lists a nested repository that the index holds nothing of as "sub/" and
+// does not descend into it. Listing it through its own work tree would be wrong
+// twice: the store's index (whose paths are relative to the root) would hide
+// sub/README.md behind the root's README.md, and the root's .gitignore would not
+// apply inside it. Instead a scratch index holds one placeholder entry per
+// nested repository found so far, which makes git walk into those directories
+// from the root with every ignore rule in force; repeat until no new nested
+// repository turns up. The placeholder never exists on disk, and nothing on
+// disk is renamed.
+func (s *Store) listPaths(ctx context.Context) ([]string, error) {
 	g := s.git()
-	g.WorkTree = dir
-	args := []string{"ls-files", "-z", "--others", "--exclude-standard"}
-	if prefix == "" {
-		args = append(args, "--cached")
-	}
-	out, err := g.Run(ctx, args...)
+	out, err := g.Run(ctx, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
 	if err != nil {
 		return nil, err
 	}
-	var paths []string
-	for _, p := range splitNul(out) {
-		if strings.HasSuffix(p, "/") {
-			nested, err := s.listPaths(ctx, filepath.Join(dir, p), prefix+p)
-			if err != nil {
-				return nil, err
+	var paths, nested []string
+	split := func(out []byte) {
+		for _, p := range splitNul(out) {
+			if strings.HasSuffix(p, "/") {
+				nested = append(nested, p)
+			} else {
+				paths = append(paths, p)
 			}
-			paths = append(paths, nested...)
-			continue
 		}
-		paths = append(paths, prefix+p)
+	}
+	split(out)
+	if len(nested) == 0 {
+		return paths, nil
+	}
+	scratch := g
+	scratch.IndexFile = filepath.Join(s.Dir, "walk-index")
+	defer os.Remove(scratch.IndexFile)
+	// Leftovers of a rewind killed here; the store lock is held.
+	os.Remove(scratch.IndexFile)
+	os.Remove(scratch.IndexFile + ".lock")
+	empty, err := g.RunInput(ctx, strings.NewReader(""), "hash-object", "-w", "--stdin")
+	if err != nil {
+		return nil, err
+	}
+	blob := strings.TrimSpace(string(empty))
+	for len(nested) > 0 {
+		batch := nested
+		nested = nil
+		var info strings.Builder
+		args := []string{"ls-files", "-z", "--others", "--exclude-standard", "--"}
+		for _, dir := range batch {
+			fmt.Fprintf(&info, "100644 %s\t%s%s\x00", blob, dir, walkPlaceholder)
+			args = append(args, ":(literal)"+dir)
+		}
+		if _, err := scratch.RunInput(ctx, strings.NewReader(info.String()), "update-index", "--add", "-z", "--index-info"); err != nil {
+			return nil, err
+		}
+		out, err := scratch.Run(ctx, args...)
+		if err != nil {
+			return nil, err
+		}
+		split(out)
 	}
 	return paths, nil
 }
+
+// walkPlaceholder is the name of the placeholder entries of listPaths. A real
+// file of that name inside a nested repository would be hidden from the listing;
+// the control characters make that practically impossible.
+const walkPlaceholder = "\x01rewind-walk\x01"
 
 // projectTracked lists the files the project's own git tracks, which a default
 // exclude must never drop (a Go package named build/ is source). Outside a git
@@ -208,7 +250,9 @@ func (s *Store) judge(rel string, maxSize int64) (v struct {
 	keep bool
 	skip *Skipped
 }) {
-	if hasGitComponent(rel) {
+	if hasGitComponent(rel) || s.symlinkParent(rel) {
+		// below a symlink: git refuses the path ("beyond a symbolic link"),
+		// and the symlink itself is captured as a symlink
 		return v
 	}
 	full := filepath.Join(s.WorkTree, rel)
@@ -229,6 +273,26 @@ func (s *Store) judge(rel string, maxSize int64) (v struct {
 		v.keep = true
 	}
 	return v
+}
+
+// symlinkParent reports whether a directory above rel is a symlink (or not a
+// directory at all), as when a captured directory was replaced by a symlink.
+// Answers are cached per directory: classify asks once per file.
+func (s *Store) symlinkParent(rel string) bool {
+	d := path.Dir(rel)
+	if d == "." {
+		return false
+	}
+	if v, ok := s.dirOK.Load(d); ok {
+		return !v.(bool)
+	}
+	bad := s.symlinkParent(d)
+	if !bad {
+		fi, err := os.Lstat(filepath.Join(s.WorkTree, d))
+		bad = err == nil && !fi.IsDir()
+	}
+	s.dirOK.Store(d, !bad)
+	return bad
 }
 
 // hasGitComponent reports whether a path lies inside a .git directory: those are

@@ -131,6 +131,8 @@ type CreateOptions struct {
 	Source      string
 	MaxFileSize int64 // <= 0: DefaultMaxFileSize
 	Keep        int   // checkpoints kept after this one (<= 0: 50)
+
+	force []string // paths captured even when ignored (see capture)
 }
 
 // Created says what Create did.
@@ -189,7 +191,7 @@ func (s *Store) create(ctx context.Context, opt CreateOptions) (*Created, error)
 	if max <= 0 {
 		max = DefaultMaxFileSize
 	}
-	cap, err := s.capture(ctx, max)
+	cap, err := s.capture(ctx, max, opt.force...)
 	if err != nil {
 		return nil, err
 	}

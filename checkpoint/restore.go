@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -25,6 +26,7 @@ type Restored struct {
 	Write   []string    // paths written (added, changed, type changed)
 	Remove  []string    // paths removed
 	HeadNow string      // the project's HEAD now, when it differs from the checkpoint's
+	Kept    []Skipped   // paths left as they are: writing them would destroy what no checkpoint holds
 }
 
 // ErrInterrupted means a restore was interrupted; the *InterruptedError says
@@ -121,9 +123,15 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 		max = DefaultMaxFileSize
 	}
 
+	// Every path the restore may write is captured by the safety checkpoint even
+	// when it is ignored now, so the undo gives back what it holds.
+	force, err := s.treePaths(ctx, target.Tree, files)
+	if err != nil {
+		return nil, err
+	}
 	var current string
 	if opt.DryRun {
-		cap, err := s.capture(ctx, max)
+		cap, err := s.capture(ctx, max, force...)
 		if err != nil {
 			return nil, err
 		}
@@ -133,7 +141,7 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 		if len(files) > 0 {
 			reason = "pre-restore-safety-file"
 		}
-		made, err := s.create(ctx, CreateOptions{Reason: reason, Source: "checkpoint", MaxFileSize: max, Keep: len(cps) + 1})
+		made, err := s.create(ctx, CreateOptions{Reason: reason, Source: "checkpoint", MaxFileSize: max, Keep: len(cps) + 1, force: force})
 		if err != nil {
 			return nil, fmt.Errorf("safety checkpoint: %w", err)
 		}
@@ -167,6 +175,12 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 			res.Write = append(res.Write, c.Path)
 		}
 	}
+	if res.Write, res.Kept, err = s.inTheWay(ctx, current, res.Write, res.Remove); err != nil {
+		return nil, err
+	}
+	for _, k := range res.Kept {
+		s.warn("kept %s as it is: %s", k.Path, k.Why)
+	}
 	if opt.DryRun {
 		return res, nil
 	}
@@ -183,6 +197,84 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 	}
 	cps, _ = s.List(ctx)
 	return res, s.writeManifest(cps)
+}
+
+// treePaths lists the paths of a tree, below prefixes when any are given.
+func (s *Store) treePaths(ctx context.Context, tree string, prefixes []string) ([]string, error) {
+	args := []string{"ls-tree", "-r", "-z", "--name-only", "--full-tree", tree}
+	if len(prefixes) > 0 {
+		args = append(args, "--")
+		for _, p := range prefixes {
+			args = append(args, ":(literal)"+p)
+		}
+	}
+	out, err := s.git().Run(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	return splitNul(out), nil
+}
+
+// inTheWay drops from write the paths whose writing would destroy something the
+// current state (the safety checkpoint) does not hold: a file there that was
+// skipped (over the size limit, unreadable), a directory still holding
+// uncaptured files (ignored ones) once the removals are done, or an uncaptured
+// file where the checkpoint has a directory. git checkout-index --force would
+// delete them; rewind keeps them and says so.
+func (s *Store) inTheWay(ctx context.Context, current string, write, remove []string) (kept []string, left []Skipped, err error) {
+	if len(write) == 0 {
+		return write, nil, nil
+	}
+	held := map[string]bool{}
+	paths, err := s.treePaths(ctx, current, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range paths {
+		held[p] = true
+	}
+	removed := map[string]bool{}
+	for _, p := range remove {
+		removed[p] = true
+	}
+	// blocks reports why the thing at rel (a file or directory) cannot be
+	// replaced, or "" when it can.
+	blocks := func(rel string) string {
+		full := filepath.Join(s.WorkTree, rel)
+		fi, err := os.Lstat(full)
+		switch {
+		case err != nil, removed[rel], held[rel]:
+			return ""
+		case !fi.IsDir():
+			return "the checkpoint holds it, but the current version is in no checkpoint (over the size limit, unreadable or ignored)"
+		}
+		why := ""
+		filepath.WalkDir(full, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || why != "" {
+				return nil
+			}
+			r, _ := filepath.Rel(s.WorkTree, p)
+			if r = filepath.ToSlash(r); !removed[r] && !held[r] {
+				why = fmt.Sprintf("the checkpoint has a file there, but the directory holds %s, which is in no checkpoint", r)
+			}
+			return nil
+		})
+		return why
+	}
+	for _, p := range write {
+		why := blocks(p)
+		for d := path.Dir(p); why == "" && d != "."; d = path.Dir(d) {
+			if fi, err := os.Lstat(filepath.Join(s.WorkTree, d)); err == nil && !fi.IsDir() {
+				why = blocks(d)
+			}
+		}
+		if why != "" {
+			left = append(left, Skipped{Path: p, Why: why})
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return kept, left, nil
 }
 
 // checkHeld refuses --file paths that neither the checkpoint nor the current

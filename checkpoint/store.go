@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"rewind/gitexec"
@@ -25,6 +26,8 @@ type Store struct {
 	Wait time.Duration
 	// Warn receives warnings (a moved-aside corrupt store, skipped files).
 	Warn func(string)
+
+	dirOK sync.Map // capture's cache: directory -> no symlink or file above or at it
 }
 
 // ErrForeignStore means the store belongs to another work tree.

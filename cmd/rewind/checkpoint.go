@@ -446,7 +446,7 @@ func checkpointRestore(c *cli.Context) error {
 	if c.Bool("dry-run") {
 		if o.JSON {
 			return writeJSON(o, map[string]any{"checkpoint": toJSON(target), "dry_run": true,
-				"write": nonNil(preview.Write), "remove": nonNil(preview.Remove)})
+				"write": nonNil(preview.Write), "remove": nonNil(preview.Remove), "kept": keptJSON(preview.Kept)})
 		}
 		fmt.Fprintf(o.Stdout, "Would restore to checkpoint %s (%s): write %d, remove %d\n", target.Short(), target.Reason, len(preview.Write), len(preview.Remove))
 		for _, p := range preview.Write {
@@ -472,7 +472,7 @@ func checkpointRestore(c *cli.Context) error {
 	}
 	if o.JSON {
 		if err := writeJSON(o, map[string]any{"checkpoint": toJSON(target), "safety_checkpoint": toJSON(res.Safety),
-			"write": nonNil(res.Write), "remove": nonNil(res.Remove)}); err != nil {
+			"write": nonNil(res.Write), "remove": nonNil(res.Remove), "kept": keptJSON(res.Kept)}); err != nil {
 			return err
 		}
 	} else {
@@ -491,6 +491,15 @@ func checkpointRestore(c *cli.Context) error {
 		o.notef("verify: %q exited with status 0", cmd)
 	}
 	return nil
+}
+
+// keptJSON lists the paths a restore left alone, and why.
+func keptJSON(kept []checkpoint.Skipped) []skippedJSON {
+	out := []skippedJSON{}
+	for _, k := range kept {
+		out = append(out, skippedJSON{k.Path, k.Why})
+	}
+	return out
 }
 
 func short8(id string) string {

@@ -1,0 +1,217 @@
+package checkpoint
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func rgit(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// A nested repository's file whose relative path equals a root path (README.md)
+// is lost once it is deleted and re-created.
+func TestRestoreNestedSameName(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	mustWrite(t, filepath.Join(wt, "README.md"), "root\n")
+	if _, err := s.Create(ctx, CreateOptions{Reason: "a", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(wt, "sub", "x"), "x\n")
+	mustWrite(t, filepath.Join(wt, "sub", "README.md"), "sub readme v1\n")
+	rgit(t, filepath.Join(wt, "sub"), "init", "-q")
+	c, err := s.Create(ctx, CreateOptions{Reason: "b", Source: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := s.git().Run(ctx, "ls-tree", "-r", "--name-only", c.Checkpoint.Tree)
+	if !strings.Contains(string(out), "sub/README.md") {
+		t.Errorf("sub/README.md not captured; tree holds:\n%s", out)
+	}
+}
+
+// A file captured small and now over the size limit is overwritten by a restore,
+// and the safety checkpoint does not hold it: the undo cannot give it back.
+func TestRestoreOversizeOverwritten(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	mustWrite(t, filepath.Join(wt, "data.bin"), "small\n")
+	if _, err := s.Create(ctx, CreateOptions{Reason: "a", Source: "t", MaxFileSize: 100}); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("B", 1000)
+	mustWrite(t, filepath.Join(wt, "data.bin"), big)
+	if _, err := s.Restore(ctx, "a", RestoreOptions{MaxFileSize: 100}); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(wt, "data.bin"))
+	if string(data) != big {
+		t.Errorf("the oversize file the safety checkpoint could not hold was overwritten (now %q)", data)
+	}
+}
+
+// A directory holding an ignored file, at a path the checkpoint has as a file.
+func TestRestoreDirToFileWithIgnored(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	mustWrite(t, filepath.Join(wt, ".gitignore"), "*.log\n")
+	mustWrite(t, filepath.Join(wt, "x"), "file\n")
+	if _, err := s.Create(ctx, CreateOptions{Reason: "a", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(wt, "x"))
+	mustWrite(t, filepath.Join(wt, "x", "a"), "a\n")
+	mustWrite(t, filepath.Join(wt, "x", "keep.log"), "precious\n")
+	_, err := s.Restore(ctx, "a", RestoreOptions{})
+	if _, serr := os.Stat(filepath.Join(wt, "x", "keep.log")); serr != nil {
+		t.Errorf("ignored file x/keep.log gone (restore err %v)", err)
+	}
+}
+
+// A file re-created after .gitignore started ignoring it is overwritten without
+// a copy in the safety checkpoint.
+func TestRestoreIgnoredOverwritten(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	mustWrite(t, filepath.Join(wt, "conf.local"), "v1\n")
+	if _, err := s.Create(ctx, CreateOptions{Reason: "a", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(wt, "conf.local"))
+	if _, err := s.Create(ctx, CreateOptions{Reason: "b", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(wt, ".gitignore"), "*.local\n")
+	mustWrite(t, filepath.Join(wt, "conf.local"), "user secret v2\n")
+	r, err := s.Restore(ctx, "a", RestoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := s.git().Run(ctx, "ls-tree", "-r", "--name-only", r.Safety.Tree)
+	if !strings.Contains(string(out), "conf.local") {
+		data, _ := os.ReadFile(filepath.Join(wt, "conf.local"))
+		t.Errorf("conf.local overwritten (now %q) and the safety checkpoint lacks its previous content", data)
+	}
+}
+
+// Hostile names round-trip.
+func TestRestoreNames(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	names := []string{"sp ace", "new\nline", "bad\xffutf8", "ünï", "-dash", ":(glob)*", "tab\there", "quote\"d", "back\\slash"}
+	for _, n := range names {
+		mustWrite(t, filepath.Join(wt, "d", n), n)
+	}
+	os.Symlink("d/sp ace", filepath.Join(wt, "link"))
+	os.Chmod(filepath.Join(wt, "d", "sp ace"), 0o755)
+	want := listing(t, wt, true)
+	if _, err := s.Create(ctx, CreateOptions{Reason: "a", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(filepath.Join(wt, "d"))
+	mustWrite(t, filepath.Join(wt, "later"), "x")
+	if _, err := s.Restore(ctx, "a", RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d := diffMaps(want, listing(t, wt, true)); d != "" {
+		t.Errorf("not exact: %s", d)
+	}
+	if _, err := s.Restore(ctx, "a", RestoreOptions{Files: []string{"d/:(glob)*"}}); err != nil {
+		t.Errorf("single file with magic name: %v", err)
+	}
+}
+
+// A parent directory replaced by a symlink pointing outside the work tree must
+// not let a restore write through it.
+func TestRestoreSymlinkParentWrite(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	mustWrite(t, filepath.Join(wt, "d", "f"), "inside\n")
+	if _, err := s.Create(ctx, CreateOptions{Reason: "a", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	mustWrite(t, filepath.Join(outside, "f"), "outside\n")
+	os.RemoveAll(filepath.Join(wt, "d"))
+	os.Symlink(outside, filepath.Join(wt, "d"))
+	_, err := s.Restore(ctx, "a", RestoreOptions{})
+	data, _ := os.ReadFile(filepath.Join(outside, "f"))
+	if string(data) != "outside\n" {
+		t.Errorf("wrote through a symlink outside the work tree: %q (err %v)", data, err)
+	}
+	t.Logf("restore err: %v", err)
+}
+
+func TestRestoreConcurrent(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	mustWrite(t, filepath.Join(wt, "f"), "x")
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		go func(i int) {
+			s2, _ := Open(wt, s.Dir)
+			s2.Now = s.Now
+			mustWrite(t, filepath.Join(wt, "f"+string(rune('a'+i))), "x")
+			_, err := s2.Create(ctx, CreateOptions{Reason: "r" + string(rune('a'+i)), Source: "t"})
+			errs <- err
+		}(i)
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	cps, _ := s.List(ctx)
+	if len(cps) != 8 {
+		t.Errorf("%d checkpoints", len(cps))
+	}
+	if out, err := s.git().Run(ctx, "fsck", "--strict"); err != nil {
+		t.Errorf("fsck: %v %s", err, out)
+	}
+}
+
+// A captured directory replaced by a symlink (to a directory inside the tree).
+func TestRestoreDirBecomesSymlink(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	mustWrite(t, filepath.Join(wt, "d", "f"), "v1\n")
+	mustWrite(t, filepath.Join(wt, "e", "f"), "v2\n")
+	if _, err := s.Create(ctx, CreateOptions{Reason: "a", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(filepath.Join(wt, "d"))
+	os.Symlink("e", filepath.Join(wt, "d"))
+	if _, err := s.Create(ctx, CreateOptions{Reason: "b", Source: "t"}); err != nil {
+		t.Fatalf("create after a directory became a symlink: %v", err)
+	}
+}
+
+// The root .gitignore must apply inside a nested repository: an ignored file
+// there is never captured, so never removed by a restore.
+func TestRestoreNestedIgnoredRemoved(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	mustWrite(t, filepath.Join(wt, ".gitignore"), "*.log\n")
+	if _, err := s.Create(ctx, CreateOptions{Reason: "a", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(wt, "n", "f"), "f\n")
+	mustWrite(t, filepath.Join(wt, "n", "build.log"), "precious log\n")
+	rgit(t, filepath.Join(wt, "n"), "init", "-q")
+	if _, err := s.Restore(ctx, "a", RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(wt, "n", "build.log")); err != nil {
+		t.Errorf("n/build.log, ignored by the root .gitignore, was removed by the restore")
+	}
+}
