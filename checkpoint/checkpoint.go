@@ -347,8 +347,13 @@ func (s *Store) Prune(ctx context.Context, keep int) (evicted []*Checkpoint, bef
 	if evicted, err = s.evict(ctx, cps, keep); err != nil {
 		return nil, 0, 0, err
 	}
-	if _, err := s.git().Run(ctx, "gc", "--quiet", "--prune=now"); err != nil {
-		return evicted, before, 0, err
+	// repack and prune rather than gc: both run as rewind's direct children, so
+	// they die with it (gc's own children would not), and no gc.pid lock can
+	// outlive a killed prune.
+	for _, args := range [][]string{{"repack", "-a", "-d", "-q"}, {"prune", "--expire=now"}} {
+		if _, err := s.git().Run(ctx, args...); err != nil {
+			return evicted, before, 0, err
+		}
 	}
 	return evicted, before, dirSize(s.gitDir()), nil
 }

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"errors"
 	"crypto/sha256"
 	"fmt"
 	"io/fs"
@@ -233,5 +234,68 @@ func TestResolve(t *testing.T) {
 		if _, err := Resolve(cps, ref); err == nil {
 			t.Errorf("Resolve(%q) succeeded", ref)
 		}
+	}
+}
+
+func TestRestoreKeepsPermissions(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	secret := filepath.Join(wt, "secret")
+	mustWrite(t, secret, "v1")
+	os.Chmod(secret, 0o600)
+	if _, err := s.Create(ctx, CreateOptions{Reason: "c1", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, secret, "v2")
+	os.Chmod(secret, 0o600)
+	if _, err := s.Restore(ctx, "c1", RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(secret)
+	data, _ := os.ReadFile(secret)
+	if fi.Mode().Perm() != 0o600 || string(data) != "v1" {
+		t.Errorf("secret is %v %q after restore, want 0600 v1", fi.Mode().Perm(), data)
+	}
+}
+
+func TestFinishingAnInterruptedRestoreNamesTheFirstSafety(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	mustWrite(t, filepath.Join(wt, "a"), "a1")
+	s.Create(ctx, CreateOptions{Reason: "c1", Source: "t"})
+	mustWrite(t, filepath.Join(wt, "a"), "a2")
+	first, _ := s.Create(ctx, CreateOptions{Reason: "pre-restore-safety", Source: "checkpoint"})
+	// The marker an interrupted restore leaves, after a half-done write.
+	mustWrite(t, s.restoreMarker(), "target x\nsafety "+first.Checkpoint.Short()+"\nreason c1\n")
+	mustWrite(t, filepath.Join(wt, "a"), "half")
+	res, err := s.Restore(ctx, "c1", RestoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Safety.ID != first.Checkpoint.ID {
+		t.Errorf("undo names %s, want the first safety checkpoint %s", res.Safety.Short(), first.Checkpoint.Short())
+	}
+	if s.Interrupted() != nil {
+		t.Errorf("the marker outlived the finished restore")
+	}
+}
+
+func TestSameCommitUnderTwoRefs(t *testing.T) {
+	cps := []*Checkpoint{{ID: "abcd1234", Seq: 1, Reason: "r"}, {ID: "abcd1234", Seq: 2, Reason: "r"}}
+	c, err := Resolve(cps, "abcd1234")
+	if err != nil || c.Seq != 2 {
+		t.Errorf("Resolve = %v, %v", c, err)
+	}
+}
+
+func TestStoreWithoutRecordIsRefused(t *testing.T) {
+	s, wt := newStore(t)
+	mustWrite(t, filepath.Join(wt, "a"), "a")
+	if _, err := s.Create(context.Background(), CreateOptions{Reason: "c1", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(s.ownerFile())
+	if _, err := Open(t.TempDir(), s.Dir); !errors.Is(err, ErrForeignStore) {
+		t.Errorf("a store without its work tree record was adopted: %v", err)
 	}
 }

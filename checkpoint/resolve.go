@@ -58,11 +58,16 @@ func Resolve(cps []*Checkpoint, ref string) (*Checkpoint, error) {
 				ids = append(ids, c)
 			}
 		}
-		switch len(ids) {
-		case 1:
-			return ids[0], nil
-		case 0:
-		default:
+		// Two refs can name one commit (same tree, reason and second): the
+		// newest stands for both.
+		distinct := map[string]bool{}
+		for _, c := range ids {
+			distinct[c.ID] = true
+		}
+		switch {
+		case len(distinct) == 1:
+			return ids[len(ids)-1], nil
+		case len(distinct) > 1:
 			return nil, &RefError{Ref: ref, Err: ErrAmbiguousRef, Candidates: ids}
 		}
 	}

@@ -147,6 +147,13 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 		}
 		res.Safety = made.Checkpoint
 		current = made.Checkpoint.Tree
+		// Finishing an interrupted restore: its safety checkpoint, not this
+		// one (a half-restored tree), is what undoes it.
+		if m, _ := s.interruptedRestore(); m != nil {
+			if first, err := Resolve(cps, m.safety); err == nil {
+				res.Safety = first
+			}
+		}
 	}
 
 	changes, err := s.changedPaths(ctx, current, target.Tree, files...)
@@ -324,6 +331,24 @@ func (s *Store) apply(ctx context.Context, target *Checkpoint, remove, write []s
 	if len(write) == 0 {
 		return nil
 	}
+	// git records only whether a file is executable: a file rewritten in place
+	// keeps its other permission bits (a 0600 secret stays 0600).
+	perms := map[string]os.FileMode{}
+	for _, p := range write {
+		if fi, err := os.Lstat(filepath.Join(s.WorkTree, p)); err == nil && fi.Mode().IsRegular() {
+			perms[p] = fi.Mode().Perm()
+		}
+	}
+	defer func() {
+		for p, old := range perms {
+			full := filepath.Join(s.WorkTree, p)
+			if fi, err := os.Lstat(full); err == nil && fi.Mode().IsRegular() {
+				if want := old&^0o111 | fi.Mode().Perm()&0o111; want != fi.Mode().Perm() {
+					os.Chmod(full, want)
+				}
+			}
+		}
+	}()
 	g := s.git()
 	g.IndexFile = s.restoreIndex()
 	defer os.Remove(s.restoreIndex())

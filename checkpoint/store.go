@@ -60,7 +60,11 @@ func DefaultDir(home, workTree string) string {
 // another work tree. The store is created on first use by a mutating operation.
 func Open(workTree, dir string) (*Store, error) {
 	home, _ := os.UserHomeDir()
-	if workTree == "/" || (home != "" && filepath.Clean(workTree) == filepath.Clean(home)) {
+	realHome := home
+	if r, err := filepath.EvalSymlinks(home); err == nil {
+		realHome = r
+	}
+	if workTree == "/" || (home != "" && (filepath.Clean(workTree) == filepath.Clean(home) || filepath.Clean(workTree) == filepath.Clean(realHome))) {
 		return nil, fmt.Errorf("%w: %s is too broad a work tree (a snapshot would hold everything below it)", ErrRefusedWorkTree, workTree)
 	}
 	if dir == "" {
@@ -114,6 +118,10 @@ func (s *Store) warn(format string, a ...any) {
 func (s *Store) checkOwner() error {
 	data, err := os.ReadFile(s.ownerFile())
 	if errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(s.gitDir()); err == nil {
+			// A repository without the record: whose files it holds is unknown.
+			return &ForeignStoreError{Store: s.Dir, Recorded: "(no record)", WorkTree: s.WorkTree}
+		}
 		return nil
 	}
 	if err != nil {
@@ -135,10 +143,17 @@ func (s *Store) ensure(ctx context.Context) error {
 		return err
 	}
 	if s.Exists() {
-		if _, err := s.git().Run(ctx, "for-each-ref", "--count=1", "refs/rewind/"); err == nil {
+		if s.healthy(ctx) {
 			return nil
-		} else if ctx.Err() != nil {
+		}
+		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		// A HEAD emptied by a crash is the common damage, and refs and objects
+		// are intact behind it: repair it before giving up on the repository.
+		if err := os.WriteFile(filepath.Join(s.gitDir(), "HEAD"), []byte("ref: refs/heads/rewind\n"), 0o600); err == nil && s.healthy(ctx) {
+			s.warn("repaired the store's damaged HEAD")
+			return nil
 		}
 		aside := fmt.Sprintf("%s.corrupt-%s", s.Dir, time.Now().UTC().Format("20060102T150405Z"))
 		if err := os.MkdirAll(aside, 0o700); err != nil {
@@ -160,6 +175,11 @@ func (s *Store) ensure(ctx context.Context) error {
 		return err
 	}
 	return writeAtomic(s.ownerFile(), []byte(s.WorkTree+"\n"), 0o600)
+}
+
+func (s *Store) healthy(ctx context.Context) bool {
+	_, err := s.git().Run(ctx, "for-each-ref", "--count=1", "refs/rewind/")
+	return err == nil
 }
 
 // writeAtomic replaces path with data via a temporary file, fsync and rename.

@@ -255,6 +255,9 @@ func checkpointList(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
+	if c.Int("limit") < 0 {
+		return usageErrorf("invalid --limit %d: want 0 (all) or more", c.Int("limit"))
+	}
 	s, err := openStore(c)
 	if err != nil {
 		return err
