@@ -2,8 +2,8 @@ package checkpoint
 
 import (
 	"context"
-	"errors"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
