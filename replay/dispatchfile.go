@@ -2,9 +2,12 @@ package replay
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"rewind/manifest"
 )
 
 // Header is the audit header that begins every dispatch file:
@@ -96,4 +99,21 @@ func TaskString(task *int) string {
 		return "-"
 	}
 	return strconv.Itoa(*task)
+}
+
+// Restamp sets the Timestamp of a dispatch file's audit header to t. replay
+// --exec restamps a wave's files when the wave starts: a dispatch's time is when
+// it was sent, and a later replay compares it with the checkpoint taken before
+// the wave.
+func Restamp(path string, t time.Time) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	h, body, ok := ParseDispatchFile(string(data))
+	if !ok {
+		return fmt.Errorf("%s: no audit header", path)
+	}
+	h.Timestamp = t.UTC().Format(time.RFC3339)
+	return manifest.WriteFileAtomic(path, []byte(h.Render()+body), 0o644)
 }

@@ -1,6 +1,9 @@
 package replay
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -48,4 +51,22 @@ func FuzzParseDispatchFile(f *testing.F) {
 		}
 		_ = h.Render()
 	})
+}
+
+func TestRestamp(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "9-fixer.md")
+	orig := Header{Template: "fixer", Pipeline: "build", Phase: "4", Timestamp: "2026-03-01T11:00:00Z", DispatchDir: "/tmp/d/"}.Render() + "\nbody\n"
+	write(t, path, orig)
+	if err := Restamp(path, time.Date(2026, 3, 1, 12, 30, 0, 0, time.FixedZone("X", 3600))); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	want := strings.Replace(orig, "2026-03-01T11:00:00Z", "2026-03-01T11:30:00Z", 1)
+	if string(data) != want {
+		t.Errorf("restamped:\n%s\nwant:\n%s", data, want)
+	}
+	write(t, path, "no header\n")
+	if err := Restamp(path, time.Now()); err == nil {
+		t.Errorf("a file without a header was restamped")
+	}
 }

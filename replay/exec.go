@@ -22,6 +22,19 @@ type Job struct {
 	ReplayOf     int     // the original seq
 	From         Attempt // the attempt being replayed (role, phase, task, file)
 	DispatchFile string  // absolute path of the new dispatch file
+
+	// Original is when the original dispatch (ReplayOf) was sent, zero when
+	// unknown: the original run's waves are the ones to follow, and the times of
+	// earlier replays of it say nothing about them.
+	Original time.Time
+}
+
+// waveTime is the time Waves places a job at: the original dispatch's.
+func (j Job) waveTime() time.Time {
+	if !j.Original.IsZero() {
+		return j.Original
+	}
+	return j.From.Time
 }
 
 // Outcome is how a job ended.
@@ -44,9 +57,10 @@ type Wave struct {
 // Waves splits jobs, in plan order, into waves that may run in parallel: the
 // boundary checkpoints of the original run (taken between the original
 // dispatches, a wave's pre-wave-N for instance) and phase changes separate them.
-// Each wave after the first carries the reason of the checkpoint to take before
-// it: the original boundary's reason, or the start of a phase when the phase
-// changes without one.
+// Jobs are placed by their original dispatch's time, so a second replay keeps
+// the first run's waves. Each wave after the first carries the reason of the
+// checkpoint to take before it: the original boundary's reason, or the start of
+// a phase when the phase changes without one.
 func Waves(jobs []Job, checkpoints []Checkpoint) []Wave {
 	var groups []Wave
 	for i, j := range jobs {
@@ -57,7 +71,7 @@ func Waves(jobs []Job, checkpoints []Checkpoint) []Wave {
 		prev := jobs[i-1].From
 		reason := ""
 		for _, cp := range checkpoints {
-			if IsBoundaryReason(cp.Reason) && cp.Time.After(prev.Time) && !cp.Time.After(j.From.Time) {
+			if IsBoundaryReason(cp.Reason) && cp.Time.After(jobs[i-1].waveTime()) && !cp.Time.After(j.waveTime()) {
 				reason = cp.Reason // the newest boundary between them
 			}
 		}

@@ -261,8 +261,17 @@ func Build(attempts []Attempt, checkpoints []Checkpoint, verify Verifier, opt Op
 		if !ok {
 			return nil, fmt.Errorf("--from-phase %s: no dispatch in that phase; phases: %s", opt.FromPhase, phaseNames(p.Phases))
 		}
+		// The automatic resume point is the boundary that would be restored
+		// without the override, not the problem dispatch itself: asking for the
+		// start of the phase that boundary begins redoes no verified work.
+		autoPoint := autoTarget
+		if !opt.NoRestore && problem >= 0 {
+			if cp := newestBefore(checkpoints, ds, autoTarget); cp != nil {
+				autoPoint = cp.Time
+			}
+		}
 		switch {
-		case problem >= 0 && start.Before(autoTarget):
+		case problem >= 0 && start.Before(autoPoint):
 			p.Warnings = append(p.Warnings, fmt.Sprintf("phase %s is earlier than the automatic resume point (phase %s): verified work will be redone", opt.FromPhase, p.ProblemPhase))
 		case problem >= 0 && start.After(autoTarget):
 			p.Warnings = append(p.Warnings, fmt.Sprintf("phase %s is later than the automatic resume point (phase %s): seq %d is not done or not verified and will not be re-executed", opt.FromPhase, p.ProblemPhase, p.ProblemSeq))

@@ -252,3 +252,29 @@ func TestReasonMatching(t *testing.T) {
 		}
 	}
 }
+
+// Asking for the phase the automatic resume point starts redoes no verified
+// work: no "earlier than" warning, though the phase's first dispatch precedes
+// the one that failed.
+func TestFromPhaseOfTheAutomaticBoundaryDoesNotWarn(t *testing.T) {
+	attempts, cps := buildRun()
+	attempts[5].Status = "completed"
+	attempts = append(attempts, att(7, "code-reviewer", "4", "completed", 60), att(8, "fixer", "4", "dispatched", 62))
+	cps = append(cps, Checkpoint{ID: "c5", Reason: "pre-temper", Time: at(55)})
+	for _, opt := range []Options{{FromSeq: 8}, {FromPhase: "4"}} {
+		p, err := Build(attempts, cps, allOK, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Restore.Reason != "pre-temper" || len(p.Warnings) != 0 || !reflect.DeepEqual(seqs(p.Redo), []int{7, 8}) {
+			t.Errorf("%+v: restore %s warnings %q redo %v", opt, p.Restore.Reason, p.Warnings, seqs(p.Redo))
+		}
+	}
+	p, err := Build(attempts, cps, allOK, Options{FromPhase: "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "phase 3 is earlier than the automatic resume point (phase 4)") {
+		t.Errorf("--from-phase 3: warnings %q", p.Warnings)
+	}
+}

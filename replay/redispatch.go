@@ -35,6 +35,16 @@ type source struct {
 	template string // a template file, when the original is lost
 }
 
+// Check reports ErrUnfaithful when a dispatch to re-execute has neither its
+// dispatch file nor a template (and AllowUnfaithful is off), without warning or
+// writing anything: the caller checks before restoring, so a refusal leaves the
+// work tree as it was.
+func (r Redispatcher) Check(redo []Dispatch) error {
+	r.Warn = nil
+	_, err := r.check(redo)
+	return err
+}
+
 // check finds a source for every dispatch before anything is written, so a
 // refusal leaves nothing half-done.
 func (r Redispatcher) check(redo []Dispatch) ([]source, error) {
@@ -128,9 +138,9 @@ func (r Redispatcher) Write(redo []Dispatch) ([]Job, error) {
 		if _, err := manifest.Before(r.DispatchDir, entry, false, r.ManifestWarn); err != nil {
 			return jobs, err
 		}
-		from := a
-		from.Time = r.Now
-		jobs = append(jobs, Job{Seq: int(seq), ReplayOf: d.Seq(), From: from, DispatchFile: path})
+		// From keeps the original attempt's time: Waves splits the jobs at the
+		// boundary checkpoints taken between the original dispatches.
+		jobs = append(jobs, Job{Seq: int(seq), ReplayOf: d.Seq(), From: a, DispatchFile: path, Original: d.Attempts[0].Time})
 	}
 	return jobs, nil
 }

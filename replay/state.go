@@ -267,7 +267,7 @@ func RenderCSB(in CSBInput) string {
 	line("")
 	line("Scratch State:")
 	line("- Location: %s", orDash(in.Scratch))
-	line("- Recovery: pipeline-status.md, handoff manifests, manifest.jsonl")
+	line("- Recovery: %s", recovery(in.State.Sources))
 	line("")
 	line("Next Steps:")
 	n := 0
@@ -304,4 +304,18 @@ func completedPhasesBefore(p *Plan) []string {
 		}
 	}
 	return out
+}
+
+// recovery lists the files a resumed orchestrator reads first: the state files
+// this CSB was rebuilt from, in priority order, then the manifest; the generic
+// list when none was found.
+func recovery(sources []string) string {
+	if len(sources) == 0 {
+		return "pipeline-status.md, handoff manifests, manifest.jsonl"
+	}
+	var names []string
+	for _, s := range sources {
+		names = append(names, filepath.Base(s))
+	}
+	return strings.Join(append(names, "manifest.jsonl"), ", ")
 }

@@ -131,6 +131,13 @@ Next Steps:
 	if got != want {
 		t.Errorf("CSB:\n%s\nwant:\n%s", got, want)
 	}
+
+	// With the state files known, Recovery names them in priority order.
+	st.Sources = []string{"/scratch/handoff-2-to-3.md", "/scratch/pipeline-status.md"}
+	got = RenderCSB(CSBInput{State: st, Plan: p, Skill: "build", Session: "replay-1", Scratch: "/scratch"})
+	if !strings.Contains(got, "\n- Recovery: handoff-2-to-3.md, pipeline-status.md, manifest.jsonl\n") {
+		t.Errorf("CSB with sources:\n%s", got)
+	}
 }
 
 func FuzzStateParsers(f *testing.F) {

@@ -72,6 +72,10 @@ func resolveReplaySource(c *cli.Context, path string) (*replaySource, error) {
 		src.scratch, _ = filepath.Abs(c.String("scratch"))
 	case loc.How == "scratch":
 		src.scratch, _ = filepath.Abs(path)
+	case loc.How == "parent":
+		// A directory holding crucible-dispatch-<id>/ copies without a marker: the
+		// scratch directory after `pipeline finish --failed`.
+		src.scratch, _ = filepath.Abs(path)
 	case isFile(filepath.Join(filepath.Dir(src.dispatchDir), manifest.ActiveMarker)):
 		// The durable copy <scratch>/crucible-dispatch-<id>/ sits in the scratch directory.
 		src.scratch = filepath.Dir(src.dispatchDir)
@@ -176,7 +180,11 @@ func replayRun(c *cli.Context) error {
 		}
 	}
 	if errors.Is(err, replay.ErrNoBoundary) {
-		return withHint(exitErrorf(exitGuard, "no verified boundary with a checkpoint remains before seq %d (phase %s); cannot restore a safe state", plan.ProblemSeq, plan.ProblemPhase),
+		msg := fmt.Sprintf("no verified boundary with a checkpoint remains before seq %d (phase %s); cannot restore a safe state", plan.ProblemSeq, plan.ProblemPhase)
+		if len(boundaryTimes) == 0 {
+			msg = fmt.Sprintf("no checkpoint to resume from: the store holds no boundary checkpoint (the crash is at seq %d, phase %s); cannot restore a safe state", plan.ProblemSeq, plan.ProblemPhase)
+		}
+		return withHint(exitErrorf(exitGuard, "%s", msg),
 			"resume on the current disk state, restoring nothing: rewind replay "+path+" --no-restore",
 			"or start fresh: rewind pipeline start --force")
 	}
@@ -220,6 +228,21 @@ func replayRun(c *cli.Context) error {
 		return err
 	}
 
+	session := c.String("session")
+	if session == "" {
+		session = fmt.Sprintf("replay-%d-%d", o.Now().Unix(), os.Getpid())
+	}
+	rd := replay.Redispatcher{
+		DispatchDir: src.dispatchDir, Lookup: src.lookup, Templates: c.String("templates"),
+		AllowUnfaithful: c.Bool("allow-unfaithful"), Skill: report.Skill, Session: session, Now: o.Now(),
+		Warn: func(s string) { o.warnf("%s", s) }, ManifestWarn: o.Stderr,
+	}
+	unfaithfulHint := "pass --templates DIR holding <template>.md, or --allow-unfaithful to re-dispatch from the manifest's record alone"
+	// Refuse an unfaithful replay before restoring anything.
+	if err := rd.Check(plan.Redo); err != nil {
+		return withHint(err, unfaithfulHint)
+	}
+
 	// Guards: the branch the pipeline ran on, then confirmation.
 	var modified []string
 	if plan.Restore != nil {
@@ -242,19 +265,10 @@ func replayRun(c *cli.Context) error {
 		modified = append(append(modified, res.Write...), res.Remove...)
 	}
 
-	session := c.String("session")
-	if session == "" {
-		session = fmt.Sprintf("replay-%d-%d", o.Now().Unix(), os.Getpid())
-	}
-	rd := replay.Redispatcher{
-		DispatchDir: src.dispatchDir, Lookup: src.lookup, Templates: c.String("templates"),
-		AllowUnfaithful: c.Bool("allow-unfaithful"), Skill: report.Skill, Session: session, Now: o.Now(),
-		Warn: func(s string) { o.warnf("%s", s) }, ManifestWarn: o.Stderr,
-	}
 	jobs, err := rd.Write(plan.Redo)
 	if err != nil {
 		if errors.Is(err, replay.ErrUnfaithful) {
-			return withHint(err, "pass --templates DIR holding <template>.md, or --allow-unfaithful to re-dispatch from the manifest's record alone")
+			return withHint(err, unfaithfulHint)
 		}
 		return err
 	}
@@ -414,6 +428,13 @@ func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, sessi
 			}
 			o.notef("checkpoint %s %s", made.Checkpoint.Short(), w.Checkpoint)
 		}
+		// The wave is dispatched now: its files say so, for a later replay to
+		// compare with the checkpoint just taken.
+		for _, j := range w.Jobs {
+			if err := replay.Restamp(j.DispatchFile, o.Now()); err != nil {
+				return err
+			}
+		}
 		outcomes, err := r.RunWave(c.Context, w, func(out replay.Outcome) error {
 			summary := out.Summary
 			chars, dur := int64(out.OutputChars), int64(out.Duration)
@@ -427,6 +448,16 @@ func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, sessi
 		}
 		for _, out := range outcomes {
 			if out.Status != "completed" {
+				// The later waves stay `dispatched`, never sent: stamp them now, after
+				// everything this replay ran, so the next replay orders them after
+				// the failed wave and can resume from the checkpoint taken before it.
+				for _, later := range waves[i+1:] {
+					for _, j := range later.Jobs {
+						if err := replay.Restamp(j.DispatchFile, o.Now()); err != nil {
+							o.warnf("%v", err)
+						}
+					}
+				}
 				return withHint(exitErrorf(exitFailure, "seq %d (%s, phase %s) failed (exit status %d); the replay stopped with its state recorded in the manifest",
 					out.Job.Seq, orDash(out.Job.From.Role), orDash(out.Job.From.Phase), out.ExitCode),
 					"resume it again: rewind replay "+path)

@@ -1,0 +1,94 @@
+package replay
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The jobs Write returns keep the original dispatches' times, so Waves still
+// splits a redo that spans a wave boundary at that boundary's checkpoint.
+func TestWriteKeepsOriginalTimesForWaves(t *testing.T) {
+	dir := t.TempDir()
+	attempts, cps := buildRun()
+	var lines []string
+	for _, a := range attempts {
+		lines = append(lines, fmt.Sprintf(`{"seq":%d,"file":%q,"role":%q,"phase":%q,"task":null,"status":%q}`, a.Seq, a.File, a.Role, a.Phase, a.Status))
+		write(t, filepath.Join(dir, a.File), Header{Template: a.Role, Pipeline: "build", Phase: a.Phase, Timestamp: a.Time.Format(time.RFC3339), DispatchDir: dir}.Render()+"\nbody\n")
+	}
+	write(t, filepath.Join(dir, "manifest.jsonl"), strings.Join(lines, "\n")+"\n")
+	ds := GroupAttempts(attempts)
+	r := Redispatcher{DispatchDir: dir, Lookup: []string{dir}, Skill: "build", Session: "s1", Now: at(100)}
+	jobs, err := r.Write(ds[2:]) // seqs 3 to 6: wave 1 and wave 2 of phase 3
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]int
+	var reasons []string
+	for _, w := range Waves(jobs, cps) {
+		var s []int
+		for _, j := range w.Jobs {
+			s = append(s, j.Seq)
+		}
+		got = append(got, s)
+		reasons = append(reasons, w.Checkpoint)
+	}
+	if !reflect.DeepEqual(got, [][]int{{7, 8}, {9, 10}}) || !reflect.DeepEqual(reasons, []string{"", "pre-wave-2"}) {
+		t.Errorf("waves %v reasons %q, want [[7 8] [9 10]] [\"\" \"pre-wave-2\"]", got, reasons)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "7-implementer.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, _, _ := ParseDispatchFile(string(data)); h.Timestamp != at(100).UTC().Format(time.RFC3339) {
+		t.Errorf("new dispatch file timestamp %q, want the replay's time", h.Timestamp)
+	}
+}
+
+// A second replay re-dispatches attempts that a first replay sent all at one
+// time; their waves still follow the original run's boundaries.
+func TestWavesOfASecondReplayFollowTheOriginalRun(t *testing.T) {
+	dir := t.TempDir()
+	attempts, cps := buildRun()
+	var lines []string
+	add := func(a Attempt, replayOf int) {
+		extra := ""
+		if replayOf > 0 {
+			extra = fmt.Sprintf(`,"replay_of":%d,"replay_session":"r1"`, replayOf)
+		}
+		lines = append(lines, fmt.Sprintf(`{"seq":%d,"file":%q,"role":%q,"phase":%q,"task":null,"status":%q%s}`, a.Seq, a.File, a.Role, a.Phase, a.Status, extra))
+		write(t, filepath.Join(dir, a.File), Header{Template: a.Role, Pipeline: "build", Phase: a.Phase, Timestamp: a.Time.Format(time.RFC3339), DispatchDir: dir}.Render()+"\nbody\n")
+	}
+	for _, a := range attempts {
+		add(a, 0)
+	}
+	// The first replay redid seqs 3 to 6 as 7 to 10, all stamped at minute 60.
+	for i, orig := range []int{3, 4, 5, 6} {
+		a := att(7+i, "implementer", "3", "failed", 60)
+		a.ReplayOf = intp(orig)
+		attempts = append(attempts, a)
+		add(a, orig)
+	}
+	write(t, filepath.Join(dir, "manifest.jsonl"), strings.Join(lines, "\n")+"\n")
+	ds := GroupAttempts(attempts)
+	r := Redispatcher{DispatchDir: dir, Lookup: []string{dir}, Skill: "build", Session: "s2", Now: at(100)}
+	jobs, err := r.Write(ds[2:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]int
+	for _, w := range Waves(jobs, cps) {
+		var s []int
+		for _, j := range w.Jobs {
+			s = append(s, j.ReplayOf)
+		}
+		got = append(got, s)
+	}
+	if !reflect.DeepEqual(got, [][]int{{3, 4}, {5, 6}}) {
+		t.Errorf("waves %v, want [[3 4] [5 6]]", got)
+	}
+}
