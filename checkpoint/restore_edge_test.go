@@ -159,10 +159,14 @@ func TestRestoreConcurrent(t *testing.T) {
 	errs := make(chan error, 8)
 	for i := 0; i < 8; i++ {
 		go func(i int) {
-			s2, _ := Open(wt, s.Dir)
+			s2, err := Open(wt, s.Dir)
+			if err != nil {
+				errs <- err
+				return
+			}
 			s2.Now = s.Now
 			mustWrite(t, filepath.Join(wt, "f"+string(rune('a'+i))), "x")
-			_, err := s2.Create(ctx, CreateOptions{Reason: "r" + string(rune('a'+i)), Source: "t"})
+			_, err = s2.Create(ctx, CreateOptions{Reason: "r" + string(rune('a'+i)), Source: "t"})
 			errs <- err
 		}(i)
 	}

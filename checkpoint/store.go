@@ -171,10 +171,12 @@ func (s *Store) ensure(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := s.git().Init(ctx); err != nil {
+	// The record first: a repository without one is refused by Open, and a
+	// concurrent Open must never see the repository before it.
+	if err := writeAtomic(s.ownerFile(), []byte(s.WorkTree+"\n"), 0o600); err != nil {
 		return err
 	}
-	return writeAtomic(s.ownerFile(), []byte(s.WorkTree+"\n"), 0o600)
+	return s.git().Init(ctx)
 }
 
 func (s *Store) healthy(ctx context.Context) bool {
