@@ -142,6 +142,9 @@ func (v *Verification) commit(a Attempt) (bool, string) {
 	}
 	if words := significantWords(a.Summary); len(words) > 0 {
 		for _, c := range inWindow {
+			if a.Task != nil && namesOtherTask(c.Message, *a.Task) {
+				continue // another task's commit, whatever words it shares
+			}
 			if sharesHalf(c.Message, words) {
 				return true, fmt.Sprintf("commit %s matches the summary", short(c.ID))
 			}
@@ -166,6 +169,18 @@ func short(id string) string {
 func namesTask(msg string, k int) bool {
 	re := regexp.MustCompile(`(?i)\btask[\s_-]*#?` + strconv.Itoa(k) + `\b`)
 	return re.MatchString(msg)
+}
+
+var anyTask = regexp.MustCompile(`(?i)\btask[\s_-]*#?(\d+)\b`)
+
+// namesOtherTask reports whether a commit message names a task other than k.
+func namesOtherTask(msg string, k int) bool {
+	for _, m := range anyTask.FindAllStringSubmatch(msg, -1) {
+		if m[1] != strconv.Itoa(k) {
+			return true
+		}
+	}
+	return false
 }
 
 var stopWords = map[string]bool{}

@@ -116,3 +116,13 @@ func FuzzParseLog(f *testing.F) {
 		}
 	})
 }
+
+func TestAnotherTasksCommitIsNotEvidence(t *testing.T) {
+	v := &Verification{Kinds: DefaultRoleKinds(), Commits: []Commit{
+		{ID: "2222222222", Time: at(11), Message: "task 2: redone"},
+	}}
+	a := Attempt{Seq: 7, Role: "implementer", Status: "completed", Task: intp(1), Summary: "task 1 redone", Time: at(10)}
+	if f := v.Verify(Dispatch{}, a); f.OK {
+		t.Errorf("a commit naming task 2 verified task 1: %+v", f)
+	}
+}

@@ -197,23 +197,37 @@ func replayRun(c *cli.Context) error {
 	if plan.Fallback {
 		o.warnf("%s", replay.FallbackMessage(plan))
 	}
-	if plan.Complete {
-		o.notef("nothing to resume: every dispatch completed and was verified")
-		return nil
-	}
-
 	report := replay.Report{Source: src.manifest, Plan: plan, Session: sessionOf(src)}
+	if abs, err := filepath.Abs(src.manifest); err == nil {
+		report.Source = abs
+	}
 	if src.marker != nil {
 		report.Skill = src.marker.Skill
+		if t, err := replay.ParseTime(src.marker.StartTime, time.Local); err == nil {
+			report.Started = t
+		}
 	}
-	if len(plan.Dispatches) > 0 {
+	if report.Started.IsZero() && len(plan.Dispatches) > 0 {
 		report.Started = earliest(plan.Dispatches)
 	}
 	if report.Skill == "" {
 		report.Skill = skillFromHeaders(src.lookup, attempts)
 	}
+	if plan.Complete {
+		o.notef("nothing to resume: every dispatch completed and was verified")
+		if o.JSON {
+			return writeJSON(o, planJSON(report))
+		}
+		return nil
+	}
 
 	if c.Bool("dry-run") {
+		if plan.Restore != nil {
+			// The real run would refuse: say so now.
+			if err := branchGuard(c, src.marker); err != nil {
+				o.warnf("%v", err)
+			}
+		}
 		if plan.Restore != nil {
 			preview, err := store.Restore(c.Context, plan.Restore.ID, checkpoint.RestoreOptions{DryRun: true})
 			if err != nil {
@@ -422,6 +436,7 @@ func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, sessi
 	done := 0
 	for i, w := range waves {
 		if w.Checkpoint != "" && i > 0 {
+			waitNextSecond(o)
 			made, err := store.Create(c.Context, checkpoint.CreateOptions{Reason: w.Checkpoint, Source: "replay"})
 			if err != nil {
 				return err
@@ -469,6 +484,18 @@ func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, sessi
 	return nil
 }
 
+// waitNextSecond makes sure a checkpoint taken between two waves carries a
+// later second than the wave before it: times have one-second resolution, and a
+// later replay must see the wave as taken before the checkpoint, not redo it.
+// With a pinned --now there is no clock to wait for.
+func waitNextSecond(o *options) {
+	if o.NowSet {
+		return
+	}
+	now := time.Now()
+	time.Sleep(now.Truncate(time.Second).Add(time.Second).Sub(now))
+}
+
 // planJSON is the dry-run plan as one JSON document.
 func planJSON(r replay.Report) map[string]any {
 	p := r.Plan
@@ -498,7 +525,7 @@ func planJSON(r replay.Report) map[string]any {
 		started = r.Started.UTC().Format(time.RFC3339)
 	}
 	return map[string]any{
-		"source": r.Source, "skill": r.Skill, "session": r.Session, "started": started,
+		"complete": p.Complete, "source": r.Source, "skill": r.Skill, "session": r.Session, "started": started,
 		"crashed_at":   map[string]any{"phase": p.CrashPhase, "context": p.CrashContext},
 		"resume_phase": p.ResumePhase, "restore": restore, "fallback": p.Fallback, "desired_checkpoint": p.Desired,
 		"skip": skip, "redo": redo, "findings": findings, "warnings": nonNil(p.Warnings),
