@@ -247,8 +247,10 @@ func (s *Store) create(ctx context.Context, opt CreateOptions) (*Created, error)
 	if keep <= 0 {
 		keep = 50
 	}
+	// The checkpoint is recorded: a failed eviction is for the next one to retry,
+	// not a failure of this one.
 	if res.Evicted, err = s.evict(ctx, cps, keep); err != nil {
-		return res, err
+		s.warn("could not evict old checkpoints (the next checkpoint retries): %v", err)
 	}
 	return res, nil
 }

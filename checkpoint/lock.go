@@ -65,9 +65,20 @@ func (s *Store) lock(ctx context.Context) (func(), error) {
 	f.WriteAt([]byte(fmt.Sprintf("pid %d on %s since %s\n", os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))), 0)
 	// git's own index lock can only be left by a git that died with an earlier
 	// rewind; holding the store lock, nothing else can be using it.
-	stale := []string{s.indexFile() + ".lock", s.restoreIndex() + ".lock", filepath.Join(s.gitDir(), "packed-refs.lock")}
-	locks, _ := filepath.Glob(filepath.Join(s.gitDir(), "refs", "rewind", "checkpoints", "*.lock"))
-	for _, p := range append(stale, locks...) {
+	stale := []string{s.indexFile() + ".lock", s.restoreIndex() + ".lock", filepath.Join(s.gitDir(), "packed-refs.new")}
+	filepath.WalkDir(s.gitDir(), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".lock") {
+			stale = append(stale, p)
+		}
+		if err == nil && d.IsDir() && d.Name() == "objects" {
+			// only objects/info can hold a lock; the object fan-out is large
+			locks, _ := filepath.Glob(filepath.Join(p, "info", "*.lock"))
+			stale = append(stale, locks...)
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	for _, p := range stale {
 		os.Remove(p)
 	}
 	return func() { f.Close() }, nil
