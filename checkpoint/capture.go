@@ -77,38 +77,64 @@ func (s *Store) capture(ctx context.Context, maxSize int64, force ...string) (*c
 	paths = append(paths, force...)
 	paths = dedupe(paths)
 
-	s.dirOK.Clear()
-	keep, drop, skipped := s.classify(paths, maxSize)
-	c := &capture{skipped: skipped}
+	// Only what changed goes through update-index: paths new to the index, and
+	// those git sees differ from it. The other entries keep their stat data and
+	// the index keeps its cached trees, so write-tree rehashes only the
+	// directories that changed: a checkpoint after a small change costs about
+	// one stat walk.
 	g := s.git()
-	if len(drop) > 0 {
-		if _, err := g.RunInput(ctx, nulJoin(drop), "update-index", "--force-remove", "-z", "--stdin"); err != nil {
-			return nil, err
-		}
-	}
-	if _, err := g.RunInput(ctx, nulJoin(keep), "update-index", "--add", "--remove", "--replace", "-z", "--stdin"); err != nil {
-		return nil, err
-	}
-	// Whatever else the index holds (a path that became a directory, a gitlink
-	// left by another tool) is dropped, so the tree is exactly keep.
-	listed, err := g.Run(ctx, "ls-files", "-z", "--cached")
+	indexed, err := g.Run(ctx, "ls-files", "-z", "--cached")
 	if err != nil {
 		return nil, err
 	}
-	want := map[string]bool{}
-	for _, p := range keep {
-		want[p] = true
+	inIndex := map[string]bool{}
+	for _, p := range splitNul(indexed) {
+		inIndex[p] = true
 	}
-	var extra []string
-	for _, p := range splitNul(listed) {
-		if !want[p] {
-			extra = append(extra, p)
+	differ, err := g.Run(ctx, "diff-files", "-z", "--name-only", "--no-ext-diff")
+	if err != nil {
+		return nil, err
+	}
+	changed := map[string]bool{}
+	for _, p := range splitNul(differ) {
+		changed[p] = true
+	}
+	// An entry git sees unchanged was judged when it was added: only the rest
+	// need a look.
+	var unchanged, judge []string
+	for _, p := range paths {
+		if inIndex[p] && !changed[p] {
+			unchanged = append(unchanged, p)
 		} else {
-			c.files++
+			judge = append(judge, p)
 		}
 	}
-	if len(extra) > 0 {
-		if _, err := g.RunInput(ctx, nulJoin(extra), "update-index", "--force-remove", "-z", "--stdin"); err != nil {
+	s.dirOK.Clear()
+	keep, _, skipped := s.classify(judge, maxSize)
+	c := &capture{skipped: skipped, files: len(keep) + len(unchanged)}
+	want := make(map[string]bool, len(paths))
+	for _, p := range unchanged {
+		want[p] = true
+	}
+	var update, remove []string
+	for _, p := range keep {
+		want[p] = true
+		update = append(update, p)
+	}
+	// Whatever else the index holds (a file gone, ignored, over the limit, a
+	// path that became a directory) is dropped, so the tree is exactly keep.
+	for p := range inIndex {
+		if !want[p] {
+			remove = append(remove, p)
+		}
+	}
+	if len(remove) > 0 {
+		if _, err := g.RunInput(ctx, nulJoin(remove), "update-index", "--force-remove", "-z", "--stdin"); err != nil {
+			return nil, err
+		}
+	}
+	if len(update) > 0 {
+		if _, err := g.RunInput(ctx, nulJoin(update), "update-index", "--add", "--remove", "--replace", "-z", "--stdin"); err != nil {
 			return nil, err
 		}
 	}
@@ -198,7 +224,13 @@ func (s *Store) projectTracked(ctx context.Context) []string {
 		// relative to the work tree.
 		return nil
 	}
-	out, err := gitexec.Project{Dir: s.WorkTree}.Run(ctx, "ls-files", "-z", "--cached")
+	// Only the tracked files a default exclude matches: the others the listing
+	// has already.
+	patterns := filepath.Join(s.Dir, "default-excludes")
+	if err := writeAtomic(patterns, []byte(strings.Join(DefaultExcludes, "\n")+"\n"), 0o600); err != nil {
+		return nil
+	}
+	out, err := gitexec.Project{Dir: s.WorkTree}.Run(ctx, "ls-files", "-z", "--cached", "--ignored", "--exclude-from="+patterns)
 	if err != nil {
 		return nil
 	}

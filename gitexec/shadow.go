@@ -65,9 +65,6 @@ func (s Shadow) overrides() []string {
 		"commit.gpgSign=false",
 		"tag.gpgSign=false",
 		"gc.auto=0",
-		// Durable objects and refs (git 2.36+; older gits ignore the keys).
-		"core.fsync=objects,derived-metadata,reference",
-		"core.fsyncMethod=fsync",
 		"maintenance.auto=false",
 		"index.sparse=false",
 		"feature.manyFiles=false",
