@@ -110,7 +110,7 @@ func (s *Store) capture(ctx context.Context, maxSize int64, force ...string) (*c
 		}
 	}
 	s.dirOK.Clear()
-	keep, _, skipped := s.classify(judge, maxSize)
+	keep, skipped := s.classify(judge, maxSize)
 	c := &capture{skipped: skipped, files: len(keep) + len(unchanged)}
 	want := make(map[string]bool, len(paths))
 	for _, p := range unchanged {
@@ -237,11 +237,11 @@ func (s *Store) projectTracked(ctx context.Context) []string {
 	return splitNul(out)
 }
 
-// classify sorts paths into those to keep (existing regular files and symlinks
-// under the limit and readable), those to drop from the index (gone, or no
-// longer eligible), and the skipped ones to report. Stat calls run in parallel:
+// classify sorts out the paths to keep (existing regular files and symlinks
+// under the limit and readable) and the skipped ones to report; the rest (gone,
+// or not files) are left out. Stat calls run in parallel:
 // this is the one walk a checkpoint costs.
-func (s *Store) classify(paths []string, maxSize int64) (keep, drop []string, skipped []Skipped) {
+func (s *Store) classify(paths []string, maxSize int64) (keep []string, skipped []Skipped) {
 	type verdict struct {
 		keep bool
 		skip *Skipped
@@ -268,14 +268,11 @@ func (s *Store) classify(paths []string, maxSize int64) (keep, drop []string, sk
 		switch {
 		case v.keep:
 			keep = append(keep, paths[i])
-		default:
-			drop = append(drop, paths[i])
-			if v.skip != nil {
-				skipped = append(skipped, *v.skip)
-			}
+		case v.skip != nil:
+			skipped = append(skipped, *v.skip)
 		}
 	}
-	return keep, drop, skipped
+	return keep, skipped
 }
 
 func (s *Store) judge(rel string, maxSize int64) (v struct {
