@@ -422,14 +422,10 @@ func (c *crasher) mustRestore(id string) time.Duration {
 // killed git left behind is in the way.
 var staleFile = regexp.MustCompile(`(?:Unable to create '|unable to create file )(/\S+?(?:\.lock|\.new))'?: File exists`)
 
-// repairStale removes a file a killed git left in the store when it made a
-// command fail, and reports whether it did. The store lock clears only the
-// index locks, packed-refs.lock and ref locks; packed-refs.new (left by a kill
-// while git rewrote packed-refs: an eviction's update-ref --stdin, or gc's
-// pack-refs) and objects/info/commit-graph.lock (a kill during gc) make every
-// later eviction or prune fail until removed by hand. A bug of checkpoint/
-// (reported); repaired here as a user would, and counted.
-// TODO: fail instead once the store lock clears these too.
+// repairStale recognises a command that failed on a file a killed git left in
+// the store (packed-refs.new, a lock under git/). The store lock clears those
+// now, so this is a failure (see known); with REWIND_CRASH_LENIENT=1 the file
+// is removed, as a user would, and the round goes on.
 func (c *crasher) repairStale(out string) bool {
 	m := staleFile.FindStringSubmatch(out)
 	if m == nil || !strings.HasPrefix(m[1], c.store+"/") {
@@ -616,14 +612,10 @@ func (c *crasher) lsTree(id string) map[string]entry {
 	return out
 }
 
-// fsck checks the store's repository. One failure is tolerated, and counted:
-// a prune killed after git gc deleted the evicted commits but before it
-// rewrote objects/info/commit-graph leaves a graph naming commits that are
-// gone, and fsck reports "Could not read <id>" / "failed to parse commit <id>
-// from object database for commit-graph" until the next prune. That is a bug of
-// Prune (reported), not a lost checkpoint: the test still fails when such a
-// commit is a listed checkpoint, or on any other error.
-// TODO: drop the tolerance once Prune cannot leave a stale commit-graph.
+// fsck checks the store's repository. A stale commit-graph naming pruned
+// commits (left by a gc killed midway, before prune stopped running gc) is
+// reported through known, and only when none of the commits is a listed
+// checkpoint; any other error fails at once.
 func (c *crasher) fsck() {
 	defer c.timed("fsck")()
 	c.t.Helper()
