@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -85,8 +86,10 @@ type Index struct {
 	statuses []string
 	statusIx map[string]int32
 	maxSeq   int64
-	win      window
-	counts   bool // validate the counts of every entry (OpenCheck)
+	// replayedBy maps a seq to the newest seq that re-dispatches it.
+	replayedBy map[int64]int64
+	win        window
+	counts     bool // validate the counts of every entry (OpenCheck)
 }
 
 // Open reads the manifest at path into an Index. Close it when done: the
@@ -134,11 +137,12 @@ func (ix *Index) Close() error {
 
 func newIndex(source string) *Index {
 	return &Index{
-		Source:   source,
-		bySeq:    map[int64]int32{},
-		phaseStr: map[string]int32{},
-		phaseRaw: map[string]int32{},
-		statusIx: map[string]int32{},
+		Source:     source,
+		bySeq:      map[int64]int32{},
+		phaseStr:   map[string]int32{},
+		phaseRaw:   map[string]int32{},
+		statusIx:   map[string]int32{},
+		replayedBy: map[int64]int64{},
 	}
 }
 
@@ -166,6 +170,8 @@ type lineRec struct {
 	status val
 	phase  val
 	bad    []badCount // counts that are not non-negative integers
+	// replayOf is the seq this entry re-dispatches (its replay_of), -1 when none.
+	replayOf int64
 }
 
 // CountKeys are the entry's counts: each is null or a non-negative integer.
@@ -209,10 +215,18 @@ func valOf(r gjson.Result) val {
 	return v
 }
 
+var replayOfKey = []byte(`"replay_of"`)
+
 // recOf classifies a line and reads what the index needs of it; with counts,
 // also the counts that are not non-negative integers.
 func recOf(l *Line, counts bool) lineRec {
-	r := lineRec{no: l.No, off: l.Off, n: len(l.Raw), kind: l.Kind, seq: l.Seq, seqOK: l.SeqOK, why: l.Why}
+	r := lineRec{no: l.No, off: l.Off, n: len(l.Raw), kind: l.Kind, seq: l.Seq, seqOK: l.SeqOK, why: l.Why, replayOf: -1}
+	// Few lines are replays: a byte search spares the others a second parse.
+	if l.Kind == Entry && bytes.Contains(l.Raw, replayOfKey) {
+		if n, ok := intValue(gjson.Get(bstr(l.Raw), "replay_of")); ok && n >= 0 {
+			r.replayOf = n
+		}
+	}
 	switch {
 	case l.Kind == Entry && !counts:
 		s := bstr(l.Raw)
@@ -512,6 +526,9 @@ func (ix *Index) entry(l *lineRec) {
 	} else {
 		sl.flags &^= flagFailedLast
 	}
+	if l.replayOf >= 0 && l.replayOf != l.seq && l.seq > ix.replayedBy[l.replayOf] {
+		ix.replayedBy[l.replayOf] = l.seq
+	}
 	sl.off, sl.n, sl.line = l.off, int32(l.n), int32(l.no)
 	sl.phase, sl.status = phase, status
 	sl.entries++
@@ -561,9 +578,19 @@ const (
 	PhaseInFlight   = "in flight"
 )
 
+// ReplayedBy returns the newest seq whose entries carry replay_of = seq: the
+// re-dispatch that supersedes it.
+func (ix *Index) ReplayedBy(seq int64) (int64, bool) {
+	n, ok := ix.replayedBy[seq]
+	return n, ok
+}
+
 // Phases groups the authoritative entries by phase, phases in order of first
 // appearance in the manifest. A phase is in flight when one of its dispatches
-// is, complete when every one completed or was skipped, else incomplete.
+// is, complete when every one completed or was skipped, else incomplete. A
+// dispatch that a later one replays (replay_of) counts by its replay's status,
+// which is the replay's own entry in the phase: a crash's in-flight dispatch
+// that a replay finished leaves its phase complete.
 func (ix *Index) Phases() []Phase {
 	groups := make([][]int32, len(ix.phases))
 	for i := range ix.slots {
@@ -580,6 +607,9 @@ func (ix *Index) Phases() []Phase {
 		ph.Seqs = make([]int64, len(g))
 		for k, i := range g {
 			ph.Seqs[k] = ix.slots[i].seq
+			if _, superseded := ix.replayedBy[ix.slots[i].seq]; superseded {
+				continue
+			}
 			switch st := ix.statuses[ix.slots[i].status]; {
 			case st == "dispatched":
 				ph.Status = PhaseInFlight

@@ -347,3 +347,43 @@ func TestParallelMatchesSequential(t *testing.T) {
 		}
 	}
 }
+
+func TestPhasesCountReplays(t *testing.T) {
+	ix := openSample(t, `{"seq":1,"phase":"3","status":"dispatched"}
+{"seq":2,"phase":"3","status":"dispatched","replay_of":1}
+{"seq":2,"phase":"3","status":"failed","replay_of":1}
+{"seq":3,"phase":"3","status":"dispatched","replay_of":2}
+{"seq":4,"phase":"4","status":"dispatched"}
+{"seq":5,"phase":"4","status":"completed","replay_of":"4"}
+{"seq":6,"phase":"5","status":"completed"}
+{"seq":7,"phase":"5","status":"completed","replay_of":6}
+`)
+	got := map[string]string{}
+	for _, ph := range ix.Phases() {
+		got[ph.Label] = ph.Status
+	}
+	// Phase 3: 1 and 2 are superseded, 3 is still running. Phase 4: a string
+	// replay_of replays nothing, so 4 is in flight. Phase 5: 6 counts by 7.
+	want := map[string]string{"3": PhaseInFlight, "4": PhaseInFlight, "5": PhaseComplete}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("phase statuses %v, want %v", got, want)
+	}
+	for seq, want := range map[int64]int64{1: 2, 2: 3, 6: 7} {
+		if by, ok := ix.ReplayedBy(seq); !ok || by != want {
+			t.Errorf("ReplayedBy(%d) = %d, %v; want %d", seq, by, ok, want)
+		}
+	}
+	for _, seq := range []int64{3, 4, 5, 7} {
+		if by, ok := ix.ReplayedBy(seq); ok {
+			t.Errorf("ReplayedBy(%d) = %d; want none", seq, by)
+		}
+	}
+	// Once seq 3 completes, phase 3 is complete although seq 1 never finished.
+	ix = openSample(t, `{"seq":1,"phase":"3","status":"dispatched"}
+{"seq":2,"phase":"3","status":"dispatched","replay_of":1}
+{"seq":2,"phase":"3","status":"completed","replay_of":1}
+`)
+	if ph := ix.Phases(); len(ph) != 1 || ph[0].Status != PhaseComplete {
+		t.Errorf("phases %+v, want one complete", ph)
+	}
+}

@@ -44,11 +44,15 @@ func Check(ix *Index) *Report {
 		order[i] = int32(i)
 	}
 	sort.Slice(order, func(a, b int) bool { return ix.slots[order[a]].seq < ix.slots[order[b]].seq })
-	// In flight, by the line of the authoritative entry.
+	// In flight, by the line of the authoritative entry; a dispatch a replay
+	// re-dispatched is no longer waited for.
 	byLine := append([]int32(nil), order...)
 	sort.Slice(byLine, func(a, b int) bool { return ix.slots[byLine[a]].line < ix.slots[byLine[b]].line })
 	for _, i := range byLine {
 		s := &ix.slots[i]
+		if _, superseded := ix.replayedBy[s.seq]; superseded {
+			continue
+		}
 		if ix.statuses[s.status] == "dispatched" {
 			extra(Problem{Line: int(s.line), Seq: seqPtr(s.seq), Severity: SevWarning, Kind: "in_flight",
 				Msg: fmt.Sprintf("seq %d is in flight: dispatched, no completion recorded", s.seq)})

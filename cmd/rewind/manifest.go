@@ -194,6 +194,10 @@ func showText(w *bufio.Writer, ix *manifest.Index, phases []manifest.Phase) erro
 		err := ix.EachEntry(ph, func(seq int64, line []byte) error {
 			s := string(line)
 			summary := oneLine(gjson.Get(s, "summary"), 72)
+			if by, ok := ix.ReplayedBy(seq); ok {
+				// Its phase's status counts the replay instead; say why.
+				summary = strings.TrimPrefix(summary+" ", "- ") + fmt.Sprintf("(replayed by %d)", by)
+			}
 			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", seq, field(gjson.Get(s, "status")), field(gjson.Get(s, "role")),
 				field(gjson.Get(s, "file")), summary)
 			return nil
