@@ -148,7 +148,9 @@ func (r Redispatcher) Write(redo []Dispatch) ([]Job, error) {
 // content is a re-dispatch's dispatch file: the source's body under a fresh
 // audit header.
 func (r Redispatcher) content(a Attempt, src source) (string, error) {
-	h := Header{Template: Template(a), Pipeline: r.Skill, Phase: a.Phase, Task: TaskString(a.Task), DispatchDir: r.DispatchDir}
+	// Crucible writes the directory with its trailing slash, as pipeline start prints it.
+	dir := strings.TrimSuffix(r.DispatchDir, "/") + "/"
+	h := Header{Template: Template(a), Pipeline: r.Skill, Phase: a.Phase, Task: TaskString(a.Task), DispatchDir: dir}
 	var body string
 	switch {
 	case src.original != "":

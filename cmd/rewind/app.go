@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -99,12 +100,42 @@ var flagNameRE = regexp.MustCompile(`flag -(-?)([A-Za-z0-9-]+)`)
 // onUsageError turns urfave's flag parse errors (a bad value) into exit 2 with
 // the flag spelled as users type it.
 func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
+	var flag string
 	msg := flagNameRE.ReplaceAllStringFunc(err.Error(), func(m string) string {
 		name := flagNameRE.FindStringSubmatch(m)[2]
 		if len(name) == 1 {
-			return "-" + name
+			flag = "-" + name
+		} else {
+			flag = "--" + name
 		}
-		return "--" + name
+		return flag
 	})
+	if hint := valueHint(c, strings.TrimLeft(flag, "-")); hint != "" {
+		return withHint(usageErrorf("%s", msg), flag+" takes "+hint)
+	}
 	return usageErrorf("%s", msg)
+}
+
+// valueHint names the kind of value a flag takes, for the hint under a bad one.
+func valueHint(c *cli.Context, name string) string {
+	var flags []cli.Flag
+	if c.Command != nil {
+		flags = c.Command.Flags
+	}
+	flags = append(flags, c.App.Flags...)
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n != name {
+				continue
+			}
+			switch f.(type) {
+			case *cli.DurationFlag:
+				return "a duration with its unit, such as 30s, 500ms or 2m"
+			case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag:
+				return "a whole number"
+			}
+			return ""
+		}
+	}
+	return ""
 }
