@@ -69,31 +69,33 @@ func (s *Store) capture(ctx context.Context, maxSize int64, force ...string) (*c
 	if err := s.writeExcludes(); err != nil {
 		return nil, err
 	}
-	paths, err := s.listPaths(ctx)
-	if err != nil {
-		return nil, err
-	}
-	paths = append(paths, s.projectTracked(ctx)...)
-	paths = append(paths, force...)
-	paths = dedupe(paths)
-
 	// Only what changed goes through update-index: paths new to the index, and
 	// those git sees differ from it. The other entries keep their stat data and
 	// the index keeps its cached trees, so write-tree rehashes only the
 	// directories that changed: a checkpoint after a small change costs about
-	// one stat walk.
+	// one directory walk and one stat walk, which run side by side (they only
+	// read), as do the listings of the index and of the project.
 	g := s.git()
-	indexed, err := g.Run(ctx, "ls-files", "-z", "--cached")
+	var paths, tracked []string
+	var indexed, differ []byte
+	err := parallel(
+		func() (err error) { paths, err = s.listPaths(ctx); return err },
+		func() error { tracked = s.projectTracked(ctx); return nil },
+		func() (err error) { indexed, err = g.Run(ctx, "ls-files", "-z", "--cached"); return err },
+		func() (err error) {
+			differ, err = g.Run(ctx, "diff-files", "-z", "--name-only", "--no-ext-diff")
+			return err
+		},
+	)
 	if err != nil {
 		return nil, err
 	}
+	paths = append(paths, tracked...)
+	paths = append(paths, force...)
+	paths = dedupe(paths)
 	inIndex := map[string]bool{}
 	for _, p := range splitNul(indexed) {
 		inIndex[p] = true
-	}
-	differ, err := g.Run(ctx, "diff-files", "-z", "--name-only", "--no-ext-diff")
-	if err != nil {
-		return nil, err
 	}
 	changed := map[string]bool{}
 	for _, p := range splitNul(differ) {
@@ -333,6 +335,26 @@ func hasGitComponent(rel string) bool {
 		}
 	}
 	return false
+}
+
+// parallel runs fns at once and returns the first error, after all have ended.
+func parallel(fns ...func() error) error {
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn()
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func splitNul(b []byte) []string {

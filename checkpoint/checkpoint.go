@@ -191,16 +191,21 @@ func (s *Store) create(ctx context.Context, opt CreateOptions) (*Created, error)
 	if max <= 0 {
 		max = DefaultMaxFileSize
 	}
-	cap, err := s.capture(ctx, max, opt.force...)
+	// The capture, the list of checkpoints and the project's HEAD are
+	// independent reads (the capture writes only the store's index).
+	var cap *capture
+	var cps []*Checkpoint
+	var branch, head string
+	err := parallel(
+		func() (err error) { cap, err = s.capture(ctx, max, opt.force...); return err },
+		func() (err error) { cps, err = s.List(ctx); return err },
+		func() error { branch, head = s.projectHead(ctx); return nil },
+	)
 	if err != nil {
 		return nil, err
 	}
 	for _, sk := range cap.skipped {
 		s.warn("skipped %s: %s", sk.Path, sk.Why)
-	}
-	cps, err := s.List(ctx)
-	if err != nil {
-		return nil, err
 	}
 	now := s.now()
 	res := &Created{Files: cap.files}
@@ -223,8 +228,8 @@ func (s *Store) create(ctx context.Context, opt CreateOptions) (*Created, error)
 		res.Changed = cap.files
 	}
 
-	c := &Checkpoint{Reason: opt.Reason, Source: opt.Source, Time: now, Tree: cap.tree, Skipped: cap.skipped}
-	c.Branch, c.Head = s.projectHead(ctx)
+	c := &Checkpoint{Reason: opt.Reason, Source: opt.Source, Time: now, Tree: cap.tree, Skipped: cap.skipped,
+		Branch: branch, Head: head}
 	g := s.git()
 	g.Date = now
 	out, err := g.RunInput(ctx, strings.NewReader(message(c)), "commit-tree", c.Tree)

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -125,10 +126,15 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 
 	// Every path the restore may write is captured by the safety checkpoint even
 	// when it is ignored now, so the undo gives back what it holds.
-	force, err := s.treePaths(ctx, target.Tree, files)
+	entries, err := s.treeEntries(ctx, target.Tree, files)
 	if err != nil {
 		return nil, err
 	}
+	force := make([]string, 0, len(entries))
+	for p := range entries {
+		force = append(force, p)
+	}
+	sort.Strings(force)
 	var current string
 	if opt.DryRun {
 		cap, err := s.capture(ctx, max, force...)
@@ -196,7 +202,7 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 	if err := writeAtomic(s.restoreMarker(), []byte(marker), 0o600); err != nil {
 		return nil, err
 	}
-	if err := s.apply(ctx, target, res.Remove, res.Write); err != nil {
+	if err := s.apply(ctx, entries, res.Remove, res.Write); err != nil {
 		return nil, err
 	}
 	if err := os.Remove(s.restoreMarker()); err != nil {
@@ -208,18 +214,43 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 
 // treePaths lists the paths of a tree, below prefixes when any are given.
 func (s *Store) treePaths(ctx context.Context, tree string, prefixes []string) ([]string, error) {
-	args := []string{"ls-tree", "-r", "-z", "--name-only", "--full-tree", tree}
+	out, err := s.git().Run(ctx, lsTree(tree, prefixes, "--name-only")...)
+	if err != nil {
+		return nil, err
+	}
+	return splitNul(out), nil
+}
+
+// treeEntries lists the files of a tree, below prefixes when any are given, as
+// update-index --index-info lines ("<mode> <id>\t<path>") by path.
+func (s *Store) treeEntries(ctx context.Context, tree string, prefixes []string) (map[string]string, error) {
+	out, err := s.git().Run(ctx, lsTree(tree, prefixes)...)
+	if err != nil {
+		return nil, err
+	}
+	entries := map[string]string{}
+	for _, rec := range splitNul(out) {
+		// "<mode> SP <type> SP <id> TAB <path>"
+		meta, p, ok := strings.Cut(rec, "\t")
+		f := strings.Fields(meta)
+		if !ok || len(f) != 3 {
+			return nil, fmt.Errorf("ls-tree %s: unexpected line %q", tree, rec)
+		}
+		entries[p] = f[0] + " " + f[2] + "\t" + p
+	}
+	return entries, nil
+}
+
+func lsTree(tree string, prefixes []string, opts ...string) []string {
+	args := append([]string{"ls-tree", "-r", "-z", "--full-tree"}, opts...)
+	args = append(args, tree)
 	if len(prefixes) > 0 {
 		args = append(args, "--")
 		for _, p := range prefixes {
 			args = append(args, ":(literal)"+p)
 		}
 	}
-	out, err := s.git().Run(ctx, args...)
-	if err != nil {
-		return nil, err
-	}
-	return splitNul(out), nil
+	return args
 }
 
 // inTheWay drops from write the paths whose writing would destroy something the
@@ -304,7 +335,7 @@ func (s *Store) checkHeld(ctx context.Context, target *Checkpoint, current strin
 
 // apply removes and writes paths of the work tree. Removals go first, so a
 // directory the checkpoint has as a file (or the reverse) can be written.
-func (s *Store) apply(ctx context.Context, target *Checkpoint, remove, write []string) error {
+func (s *Store) apply(ctx context.Context, entries map[string]string, remove, write []string) error {
 	dirs := map[string]bool{}
 	for _, p := range remove {
 		full, err := s.inside(p)
@@ -349,10 +380,22 @@ func (s *Store) apply(ctx context.Context, target *Checkpoint, remove, write []s
 			}
 		}
 	}()
+	// A scratch index holding only the files to write: checkout-index writes
+	// from an index, and a whole tree's would cost a full index write.
 	g := s.git()
 	g.IndexFile = s.restoreIndex()
-	defer os.Remove(s.restoreIndex())
-	if _, err := g.Run(ctx, "read-tree", target.Tree); err != nil {
+	os.Remove(g.IndexFile) // a leftover of a restore killed here; the store lock is held
+	defer os.Remove(g.IndexFile)
+	var info bytes.Buffer
+	for _, p := range write {
+		e, ok := entries[p]
+		if !ok {
+			return fmt.Errorf("restore: %s is not in the checkpoint", p)
+		}
+		info.WriteString(e)
+		info.WriteByte(0)
+	}
+	if _, err := g.RunInput(ctx, &info, "update-index", "--add", "-z", "--index-info"); err != nil {
 		return err
 	}
 	_, err := g.RunInput(ctx, nulJoin(write), "checkout-index", "--force", "-z", "--stdin")

@@ -27,9 +27,11 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"time"
 )
 
-// Trace, when not nil, receives one line per git command before it starts.
+// Trace, when not nil, receives one line per git command before it starts,
+// and one with its subcommand and how long it took when it ends.
 var Trace io.Writer
 
 var traceMu sync.Mutex
@@ -100,7 +102,14 @@ func run(ctx context.Context, dir string, env []string, stdin io.Reader, stdout 
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	setDeathSignal(cmd)
-	if err := cmd.Run(); err != nil {
+	start := time.Now()
+	err = cmd.Run()
+	if Trace != nil {
+		traceMu.Lock()
+		fmt.Fprintf(Trace, "rewind: trace: git %s: %s\n", subcommand(args), time.Since(start).Round(100*time.Microsecond))
+		traceMu.Unlock()
+	}
+	if err != nil {
 		code := -1
 		var exitErr *exec.ExitError
 		if errors.As(err, &exitErr) {
@@ -112,6 +121,19 @@ func run(ctx context.Context, dir string, env []string, stdin io.Reader, stdout 
 		return &Error{Args: args, Dir: dir, ExitCode: code, Stderr: stderr.String(), Err: err}
 	}
 	return nil
+}
+
+// subcommand is the git subcommand in args, after the global options.
+func subcommand(args []string) string {
+	for i := 0; i < len(args); i++ {
+		switch {
+		case args[i] == "-c" || args[i] == "-C":
+			i++
+		case !strings.HasPrefix(args[i], "-"):
+			return args[i]
+		}
+	}
+	return ""
 }
 
 // output runs git and returns its stdout.

@@ -426,6 +426,36 @@ func checkpointDiff(c *cli.Context) error {
 	return nil
 }
 
+// restorePreview computes what restoring ref would do, prints it for --dry-run
+// or asks to go ahead, and returns the checkpoint's id, so the restore that
+// follows is the one previewed.
+func restorePreview(c *cli.Context, s *checkpoint.Store, ref string, opt checkpoint.RestoreOptions) (string, error) {
+	o := opts(c)
+	opt.DryRun = true
+	preview, err := s.Restore(c.Context, ref, opt)
+	if err != nil {
+		return "", err
+	}
+	target := preview.Target
+	if c.Bool("dry-run") {
+		if o.JSON {
+			return target.ID, writeJSON(o, map[string]any{"checkpoint": toJSON(target), "dry_run": true,
+				"write": nonNil(preview.Write), "remove": nonNil(preview.Remove), "kept": keptJSON(preview.Kept)})
+		}
+		fmt.Fprintf(o.Stdout, "Would restore to checkpoint %s (%s): write %d, remove %d\n", target.Short(), target.Reason, len(preview.Write), len(preview.Remove))
+		for _, p := range preview.Write {
+			fmt.Fprintf(o.Stdout, "write\t%s\n", p)
+		}
+		for _, p := range preview.Remove {
+			fmt.Fprintf(o.Stdout, "remove\t%s\n", p)
+		}
+		return target.ID, nil
+	}
+	question := fmt.Sprintf("Restore %s to checkpoint %s (%s, taken %s)? This writes %d and removes %d files; a safety checkpoint is taken first.",
+		s.WorkTree, target.Short(), target.Reason, target.Time.Format(time.RFC3339), len(preview.Write), len(preview.Remove))
+	return target.ID, o.confirm(question)
+}
+
 func checkpointRestore(c *cli.Context) error {
 	o := opts(c)
 	ref, err := oneArg(c, "REF")
@@ -440,36 +470,22 @@ func checkpointRestore(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	opt := checkpoint.RestoreOptions{Files: c.StringSlice("file"), MaxFileSize: max, DryRun: true}
-	preview, err := s.Restore(c.Context, ref, opt)
+	opt := checkpoint.RestoreOptions{Files: c.StringSlice("file"), MaxFileSize: max}
+	if c.Bool("dry-run") || !o.Yes {
+		// The plan, for --dry-run or for the question; --yes skips it (it costs
+		// as much as the safety checkpoint).
+		if ref, err = restorePreview(c, s, ref, opt); err != nil {
+			return err
+		}
+		if c.Bool("dry-run") {
+			return nil
+		}
+	}
+	res, err := s.Restore(c.Context, ref, opt)
 	if err != nil {
 		return err
 	}
-	target := preview.Target
-	if c.Bool("dry-run") {
-		if o.JSON {
-			return writeJSON(o, map[string]any{"checkpoint": toJSON(target), "dry_run": true,
-				"write": nonNil(preview.Write), "remove": nonNil(preview.Remove), "kept": keptJSON(preview.Kept)})
-		}
-		fmt.Fprintf(o.Stdout, "Would restore to checkpoint %s (%s): write %d, remove %d\n", target.Short(), target.Reason, len(preview.Write), len(preview.Remove))
-		for _, p := range preview.Write {
-			fmt.Fprintf(o.Stdout, "write\t%s\n", p)
-		}
-		for _, p := range preview.Remove {
-			fmt.Fprintf(o.Stdout, "remove\t%s\n", p)
-		}
-		return nil
-	}
-	question := fmt.Sprintf("Restore %s to checkpoint %s (%s, taken %s)? This writes %d and removes %d files; a safety checkpoint is taken first.",
-		s.WorkTree, target.Short(), target.Reason, target.Time.Format(time.RFC3339), len(preview.Write), len(preview.Remove))
-	if err := o.confirm(question); err != nil {
-		return err
-	}
-	opt.DryRun = false
-	res, err := s.Restore(c.Context, target.ID, opt)
-	if err != nil {
-		return err
-	}
+	target := res.Target
 	if res.HeadNow != "" {
 		o.notef("note: the project's HEAD is now %s; the checkpoint was taken at %s. A restore changes files, never commits.", short8(res.HeadNow), short8(target.Head))
 	}
