@@ -6,7 +6,8 @@ import (
 
 // Diff compares the checkpoint ref names with the checkpoint ref2 names, or with
 // the current work tree when ref2 is "". With format "stat" or "patch" it also
-// returns git's --stat or --patch text.
+// returns git's --stat or --patch text. Files the checkpoint ref skipped are
+// not reported as added.
 func (s *Store) Diff(ctx context.Context, ref, ref2, format string) (from *Checkpoint, to *Checkpoint, changes []Change, text string, err error) {
 	cps, err := s.List(ctx)
 	if err != nil {
@@ -35,11 +36,27 @@ func (s *Store) Diff(ctx context.Context, ref, ref2, format string) (from *Check
 		}
 		toTree = cap.tree
 	}
-	if changes, err = s.changedPaths(ctx, from.Tree, toTree); err != nil {
+	all, err := s.changedPaths(ctx, from.Tree, toTree)
+	if err != nil {
 		return nil, nil, nil, "", err
 	}
+	// A file the older checkpoint skipped (over its size limit, unreadable) was
+	// there, its content unknown: holding it now does not make it added.
+	skipped := map[string]bool{}
+	for _, sk := range from.Skipped {
+		skipped[sk.Path] = true
+	}
+	var unknown []string
+	for _, c := range all {
+		if c.Status == "A" && skipped[c.Path] {
+			unknown = append(unknown, ":(exclude,literal)"+c.Path)
+			continue
+		}
+		changes = append(changes, c)
+	}
 	if format == "stat" || format == "patch" {
-		out, err := s.git().Run(ctx, "diff-tree", "-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", "--"+format, from.Tree, toTree)
+		args := []string{"diff-tree", "-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", "--" + format, from.Tree, toTree, "--"}
+		out, err := s.git().Run(ctx, append(args, unknown...)...)
 		if err != nil {
 			return nil, nil, nil, "", err
 		}
