@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 
@@ -119,9 +120,13 @@ func (s *Store) capture(ctx context.Context, maxSize int64, force ...string) (*c
 		want[p] = true
 	}
 	var update, remove []string
-	for _, p := range keep {
-		want[p] = true
-		update = append(update, p)
+	var fresh []verdict // regular files to hash
+	for _, v := range keep {
+		want[v.path] = true
+		update = append(update, v.path)
+		if v.regular {
+			fresh = append(fresh, v)
+		}
 	}
 	// Whatever else the index holds (a file gone, ignored, over the limit, a
 	// path that became a directory) is dropped, so the tree is exactly keep.
@@ -135,6 +140,9 @@ func (s *Store) capture(ctx context.Context, maxSize int64, force ...string) (*c
 			return nil, err
 		}
 	}
+	if err := s.prewrite(ctx, fresh); err != nil {
+		return nil, err
+	}
 	if len(update) > 0 {
 		if _, err := g.RunInput(ctx, nulJoin(update), "update-index", "--add", "--remove", "--replace", "-z", "--stdin"); err != nil {
 			return nil, err
@@ -146,6 +154,48 @@ func (s *Store) capture(ctx context.Context, maxSize int64, force ...string) (*c
 	}
 	c.tree = strings.TrimSpace(string(out))
 	return c, nil
+}
+
+// prewriteMin is the number of files to hash from which prewrite pays for its
+// extra processes.
+var prewriteMin = 2000
+
+// prewrite writes the blobs of many files (a first checkpoint, a large
+// change) with one hash-object per CPU, side by side. update-index, which
+// hashes and compresses on one core, then finds every blob written and only
+// hashes: the compression and the writes, most of the cost, are shared out.
+// Symlinks are left to update-index (hash-object would follow them).
+func (s *Store) prewrite(ctx context.Context, files []verdict) error {
+	if len(files) < prewriteMin {
+		return nil
+	}
+	// Deal the files round-robin by size, largest first, so the shares weigh
+	// about the same.
+	sorted := append([]verdict(nil), files...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].size > sorted[j].size })
+	shares := make([][]string, runtime.NumCPU())
+	for i, v := range sorted {
+		shares[i%len(shares)] = append(shares[i%len(shares)], v.path)
+	}
+	g := s.git()
+	var jobs []func() error
+	for _, share := range shares {
+		if len(share) == 0 {
+			continue
+		}
+		var in bytes.Buffer
+		for _, p := range share {
+			if strings.ContainsAny(p, "\n\r\"") {
+				continue // --stdin-paths reads lines and unquotes C-style quotes: update-index takes these
+			}
+			in.WriteString(p + "\n")
+		}
+		jobs = append(jobs, func() error {
+			_, err := g.RunInput(ctx, &in, "hash-object", "-w", "--no-filters", "--stdin-paths")
+			return err
+		})
+	}
+	return parallel(jobs...)
 }
 
 // listPaths lists the files git would capture, relative to the work tree.
@@ -243,11 +293,7 @@ func (s *Store) projectTracked(ctx context.Context) []string {
 // under the limit and readable) and the skipped ones to report; the rest (gone,
 // or not files) are left out. Stat calls run in parallel:
 // this is the one walk a checkpoint costs.
-func (s *Store) classify(paths []string, maxSize int64) (keep []string, skipped []Skipped) {
-	type verdict struct {
-		keep bool
-		skip *Skipped
-	}
+func (s *Store) classify(paths []string, maxSize int64) (keep []verdict, skipped []Skipped) {
 	verdicts := make([]verdict, len(paths))
 	workers := runtime.NumCPU() * 4
 	var wg sync.WaitGroup
@@ -269,7 +315,8 @@ func (s *Store) classify(paths []string, maxSize int64) (keep []string, skipped 
 	for i, v := range verdicts {
 		switch {
 		case v.keep:
-			keep = append(keep, paths[i])
+			v.path = paths[i]
+			keep = append(keep, v)
 		case v.skip != nil:
 			skipped = append(skipped, *v.skip)
 		}
@@ -277,10 +324,16 @@ func (s *Store) classify(paths []string, maxSize int64) (keep []string, skipped 
 	return keep, skipped
 }
 
-func (s *Store) judge(rel string, maxSize int64) (v struct {
-	keep bool
-	skip *Skipped
-}) {
+// verdict is what classify makes of a path.
+type verdict struct {
+	path    string
+	keep    bool
+	regular bool // a regular file (else a symlink), when kept
+	size    int64
+	skip    *Skipped
+}
+
+func (s *Store) judge(rel string, maxSize int64) (v verdict) {
 	if hasGitComponent(rel) || s.symlinkParent(rel) {
 		// below a symlink: git refuses the path ("beyond a symbolic link"),
 		// and the symlink itself is captured as a symlink
@@ -301,7 +354,7 @@ func (s *Store) judge(rel string, maxSize int64) (v struct {
 	case unix.Access(full, unix.R_OK) != nil:
 		v.skip = &Skipped{Path: rel, Why: "unreadable"}
 	default:
-		v.keep = true
+		v.keep, v.regular, v.size = true, true, fi.Size()
 	}
 	return v
 }

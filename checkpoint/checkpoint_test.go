@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"rewind/gitexec"
 )
 
 func mustWrite(t *testing.T, path, content string) {
@@ -297,5 +300,44 @@ func TestStoreWithoutRecordIsRefused(t *testing.T) {
 	os.Remove(s.ownerFile())
 	if _, err := Open(t.TempDir(), s.Dir); !errors.Is(err, ErrForeignStore) {
 		t.Errorf("a store without its work tree record was adopted: %v", err)
+	}
+}
+
+// TestPrewriteSameTree checks that writing blobs ahead with hash-object (as a
+// large capture does) gives the tree update-index alone gives, whatever the
+// names and kinds of the files, and leaves a store git finds sound.
+func TestPrewriteSameTree(t *testing.T) {
+	ctx := context.Background()
+	trees := map[int]string{}
+	for _, min := range []int{1, 1 << 30} {
+		s, wt := newStore(t)
+		for i, name := range []string{"plain.txt", "sp ace.txt", " lead", "quo\"te", "new\nline", "cr\r", "ünï.txt", "dir/deep/f.go", "tab\there"} {
+			mustWrite(t, filepath.Join(wt, name), strings.Repeat(fmt.Sprintf("content %d\r\n", i), i+1))
+		}
+		mustWrite(t, filepath.Join(wt, "target.txt"), "the symlink's target")
+		os.Symlink("target.txt", filepath.Join(wt, "link"))
+		os.Chmod(filepath.Join(wt, "plain.txt"), 0o755)
+		prewriteMin = min
+		var trace bytes.Buffer
+		gitexec.Trace = &trace
+		made, err := s.Create(ctx, CreateOptions{Reason: "first", Source: "test"})
+		prewriteMin, gitexec.Trace = 2000, nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ran := strings.Contains(trace.String(), "hash-object -w"); ran != (min == 1) {
+			t.Fatalf("prewrite ran: %v, with the threshold at %d", ran, min)
+		}
+		trees[min] = made.Checkpoint.Tree
+		if out, err := s.git().Run(ctx, "fsck", "--strict"); err != nil {
+			t.Fatalf("fsck: %v %s", err, out)
+		}
+		out, err := s.git().Run(ctx, "cat-file", "-p", made.Checkpoint.Tree)
+		if err != nil || !strings.Contains(string(out), "120000 blob") {
+			t.Fatalf("the symlink is not stored as one: %s %v", out, err)
+		}
+	}
+	if trees[1] != trees[1<<30] {
+		t.Errorf("tree with prewrite %s, without %s", trees[1], trees[1<<30])
 	}
 }

@@ -147,7 +147,9 @@ func w1Sizes(b *bench, n int, tree string, rwEnv, gitEnv []string) {
 	env10 := append(append([]string{}, gitEnv...), "GIT_DIR="+plain10, "GIT_WORK_TREE="+tree)
 	w1Run(b, tree, env50, "git", "init", "-q")
 	w1Run(b, tree, env10, "git", "init", "-q")
-	commit := "git add -A && git commit -q -m snapshot"
+	// gc.auto=0: a background gc would pack the plain repositories midway and
+	// blur the loose figure.
+	commit := "git add -A && git -c gc.auto=0 commit -q -m snapshot"
 	variant := 1_000_000
 	for k := 0; k < 50; k++ {
 		if k > 0 {
