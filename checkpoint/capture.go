@@ -140,9 +140,7 @@ func (s *Store) capture(ctx context.Context, maxSize int64, force ...string) (*c
 			return nil, err
 		}
 	}
-	if err := s.prewrite(ctx, fresh); err != nil {
-		return nil, err
-	}
+	s.prewrite(ctx, fresh)
 	if len(update) > 0 {
 		if _, err := g.RunInput(ctx, nulJoin(update), "update-index", "--add", "--remove", "--replace", "-z", "--stdin"); err != nil {
 			return nil, err
@@ -161,13 +159,15 @@ func (s *Store) capture(ctx context.Context, maxSize int64, force ...string) (*c
 var prewriteMin = 2000
 
 // prewrite writes the blobs of many files (a first checkpoint, a large
-// change) with one hash-object per CPU, side by side. update-index, which
-// hashes and compresses on one core, then finds every blob written and only
-// hashes: the compression and the writes, most of the cost, are shared out.
-// Symlinks are left to update-index (hash-object would follow them).
-func (s *Store) prewrite(ctx context.Context, files []verdict) error {
+// change) with one update-index per CPU, side by side, each into a scratch
+// index. The update-index on the store's index, which hashes and compresses on
+// one core, then finds every blob written and only hashes: the compression and
+// the writes, most of the cost, are shared out. It is only a head start: a
+// file gone or changed meanwhile is for that update-index to judge, so
+// failures here are ignored.
+func (s *Store) prewrite(ctx context.Context, files []verdict) {
 	if len(files) < prewriteMin {
-		return nil
+		return
 	}
 	// Deal the files round-robin by size, largest first, so the shares weigh
 	// about the same.
@@ -177,25 +177,25 @@ func (s *Store) prewrite(ctx context.Context, files []verdict) error {
 	for i, v := range sorted {
 		shares[i%len(shares)] = append(shares[i%len(shares)], v.path)
 	}
-	g := s.git()
 	var jobs []func() error
-	for _, share := range shares {
+	for i, share := range shares {
 		if len(share) == 0 {
 			continue
 		}
-		var in bytes.Buffer
-		for _, p := range share {
-			if strings.ContainsAny(p, "\n\r\"") {
-				continue // --stdin-paths reads lines and unquotes C-style quotes: update-index takes these
-			}
-			in.WriteString(p + "\n")
-		}
+		g := s.git()
+		g.IndexFile = filepath.Join(s.Dir, fmt.Sprintf("prewrite-index-%d", i))
+		// Leftovers of a rewind killed here; the store lock is held.
+		os.Remove(g.IndexFile)
+		os.Remove(g.IndexFile + ".lock")
+		defer os.Remove(g.IndexFile)
 		jobs = append(jobs, func() error {
-			_, err := g.RunInput(ctx, &in, "hash-object", "-w", "--no-filters", "--stdin-paths")
-			return err
+			// update-index, not hash-object: it never follows a symlink nor
+			// opens a fifo, and --remove leaves out a file gone since.
+			g.RunInput(ctx, nulJoin(share), "update-index", "--add", "--remove", "-z", "--stdin")
+			return nil
 		})
 	}
-	return parallel(jobs...)
+	parallel(jobs...)
 }
 
 // listPaths lists the files git would capture, relative to the work tree.

@@ -6,8 +6,8 @@ import (
 
 // Diff compares the checkpoint ref names with the checkpoint ref2 names, or with
 // the current work tree when ref2 is "". With format "stat" or "patch" it also
-// returns git's --stat or --patch text. Files the checkpoint ref skipped are
-// not reported as added.
+// returns git's --stat or --patch text. A file one side skipped is not
+// reported as added or deleted.
 func (s *Store) Diff(ctx context.Context, ref, ref2, format string) (from *Checkpoint, to *Checkpoint, changes []Change, text string, err error) {
 	cps, err := s.List(ctx)
 	if err != nil {
@@ -17,11 +17,12 @@ func (s *Store) Diff(ctx context.Context, ref, ref2, format string) (from *Check
 		return nil, nil, nil, "", err
 	}
 	toTree := ""
+	var toSkipped []Skipped
 	if ref2 != "" {
 		if to, err = Resolve(cps, ref2); err != nil {
 			return nil, nil, nil, "", err
 		}
-		toTree = to.Tree
+		toTree, toSkipped = to.Tree, to.Skipped
 	} else {
 		// The work tree's state as a checkpoint would hold it; capturing
 		// updates the store's index, so it runs under the lock.
@@ -34,21 +35,25 @@ func (s *Store) Diff(ctx context.Context, ref, ref2, format string) (from *Check
 		if err != nil {
 			return nil, nil, nil, "", err
 		}
-		toTree = cap.tree
+		toTree, toSkipped = cap.tree, cap.skipped
 	}
 	all, err := s.changedPaths(ctx, from.Tree, toTree)
 	if err != nil {
 		return nil, nil, nil, "", err
 	}
-	// A file the older checkpoint skipped (over its size limit, unreadable) was
-	// there, its content unknown: holding it now does not make it added.
-	skipped := map[string]bool{}
+	// A file one side skipped (over its size limit, unreadable) was there, its
+	// content unknown: the other side holding it makes it neither added nor
+	// deleted.
+	unknownTo := map[string]string{}
 	for _, sk := range from.Skipped {
-		skipped[sk.Path] = true
+		unknownTo[sk.Path] = "A"
+	}
+	for _, sk := range toSkipped {
+		unknownTo[sk.Path] = "D"
 	}
 	var unknown []string
 	for _, c := range all {
-		if c.Status == "A" && skipped[c.Path] {
+		if unknownTo[c.Path] == c.Status {
 			unknown = append(unknown, ":(exclude,literal)"+c.Path)
 			continue
 		}

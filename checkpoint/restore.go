@@ -130,6 +130,9 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkHeld(target, entries, files); err != nil {
+		return nil, err
+	}
 	force := make([]string, 0, len(entries))
 	for p := range entries {
 		force = append(force, p)
@@ -165,11 +168,6 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 	changes, err := s.changedPaths(ctx, current, target.Tree, files...)
 	if err != nil {
 		return nil, err
-	}
-	if len(files) > 0 && len(changes) == 0 {
-		if err := s.checkHeld(ctx, target, current, files); err != nil {
-			return nil, err
-		}
 	}
 	// A file the checkpoint skipped (over the size limit, unreadable) was there
 	// when it was taken: the checkpoint knows nothing of its content and never
@@ -315,18 +313,19 @@ func (s *Store) inTheWay(ctx context.Context, current string, write, remove []st
 	return kept, left, nil
 }
 
-// checkHeld refuses --file paths that neither the checkpoint nor the current
-// state holds: most likely a typo.
-func (s *Store) checkHeld(ctx context.Context, target *Checkpoint, current string, files []string) error {
+// checkHeld refuses --file paths that neither the checkpoint nor the work tree
+// holds: most likely a typo. It runs before the safety checkpoint, so a typo
+// leaves no checkpoint behind.
+func (s *Store) checkHeld(target *Checkpoint, entries map[string]string, files []string) error {
 	for _, f := range files {
-		held := false
-		for _, tree := range []string{target.Tree, current} {
-			out, err := s.git().Run(ctx, "ls-tree", "-r", "-z", "--name-only", tree, "--", ":(literal)"+f)
-			if err == nil && len(out) > 0 {
-				held = true
+		held := entries[f] != ""
+		for p := range entries {
+			if held {
+				break
 			}
+			held = strings.HasPrefix(p, f+"/")
 		}
-		if !held {
+		if _, err := os.Lstat(filepath.Join(s.WorkTree, f)); !held && err != nil {
 			return fmt.Errorf("%s: neither checkpoint %s nor the current work tree holds it", f, target.Short())
 		}
 	}

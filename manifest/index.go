@@ -86,10 +86,13 @@ type Index struct {
 	statuses []string
 	statusIx map[string]int32
 	maxSeq   int64
-	// replayedBy maps a seq to the newest seq that re-dispatches it.
-	replayedBy map[int64]int64
-	win        window
-	counts     bool // validate the counts of every entry (OpenCheck)
+	// replayOf maps a seq to the earlier seq it re-dispatches (its replay_of).
+	replayOf map[int64]int64
+	// newest maps each seq of a replay group (a dispatch and the replays of
+	// it, however chained) to the group's newest seq; built on first use.
+	newest map[int64]int64
+	win    window
+	counts bool // validate the counts of every entry (OpenCheck)
 }
 
 // Open reads the manifest at path into an Index. Close it when done: the
@@ -137,12 +140,12 @@ func (ix *Index) Close() error {
 
 func newIndex(source string) *Index {
 	return &Index{
-		Source:     source,
-		bySeq:      map[int64]int32{},
-		phaseStr:   map[string]int32{},
-		phaseRaw:   map[string]int32{},
-		statusIx:   map[string]int32{},
-		replayedBy: map[int64]int64{},
+		Source:   source,
+		bySeq:    map[int64]int32{},
+		phaseStr: map[string]int32{},
+		phaseRaw: map[string]int32{},
+		statusIx: map[string]int32{},
+		replayOf: map[int64]int64{},
 	}
 }
 
@@ -526,8 +529,10 @@ func (ix *Index) entry(l *lineRec) {
 	} else {
 		sl.flags &^= flagFailedLast
 	}
-	if l.replayOf >= 0 && l.replayOf != l.seq && l.seq > ix.replayedBy[l.replayOf] {
-		ix.replayedBy[l.replayOf] = l.seq
+	// A replay takes a seq after the one it replays: a replay_of at or above
+	// the entry's own seq (a cycle, a typo) replays nothing.
+	if l.replayOf >= 0 && l.replayOf < l.seq {
+		ix.replayOf[l.seq] = l.replayOf
 	}
 	sl.off, sl.n, sl.line = l.off, int32(l.n), int32(l.no)
 	sl.phase, sl.status = phase, status
@@ -578,11 +583,43 @@ const (
 	PhaseInFlight   = "in flight"
 )
 
-// ReplayedBy returns the newest seq whose entries carry replay_of = seq: the
-// re-dispatch that supersedes it.
+// ReplayedBy returns the re-dispatch that supersedes seq: the newest seq of
+// its replay group, when that is not seq itself. replay_of names the seq a
+// replay re-dispatches (rewind names the original; a chain of replays naming
+// each other's seqs is followed too), so a dispatch, its failed replay and the
+// replay that finished are one group, counted by the last.
 func (ix *Index) ReplayedBy(seq int64) (int64, bool) {
-	n, ok := ix.replayedBy[seq]
-	return n, ok
+	if ix.newest == nil {
+		ix.groupReplays()
+	}
+	n, ok := ix.newest[seq]
+	if !ok || n == seq {
+		return 0, false
+	}
+	return n, true
+}
+
+// groupReplays builds ix.newest.
+func (ix *Index) groupReplays() {
+	root := func(s int64) int64 {
+		for {
+			r, ok := ix.replayOf[s]
+			if !ok {
+				return s
+			}
+			s = r // replay_of < seq: the walk ends
+		}
+	}
+	newest := map[int64]int64{} // by the group's root
+	for s := range ix.replayOf {
+		if r := root(s); s > newest[r] {
+			newest[r] = s
+		}
+	}
+	ix.newest = newest // the roots, which are never replays themselves
+	for s := range ix.replayOf {
+		ix.newest[s] = newest[root(s)]
+	}
 }
 
 // Phases groups the authoritative entries by phase, phases in order of first
@@ -607,7 +644,7 @@ func (ix *Index) Phases() []Phase {
 		ph.Seqs = make([]int64, len(g))
 		for k, i := range g {
 			ph.Seqs[k] = ix.slots[i].seq
-			if _, superseded := ix.replayedBy[ix.slots[i].seq]; superseded {
+			if _, superseded := ix.ReplayedBy(ix.slots[i].seq); superseded {
 				continue
 			}
 			switch st := ix.statuses[ix.slots[i].status]; {

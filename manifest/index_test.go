@@ -352,28 +352,35 @@ func TestPhasesCountReplays(t *testing.T) {
 	ix := openSample(t, `{"seq":1,"phase":"3","status":"dispatched"}
 {"seq":2,"phase":"3","status":"dispatched","replay_of":1}
 {"seq":2,"phase":"3","status":"failed","replay_of":1}
-{"seq":3,"phase":"3","status":"dispatched","replay_of":2}
+{"seq":3,"phase":"3","status":"dispatched","replay_of":1}
 {"seq":4,"phase":"4","status":"dispatched"}
 {"seq":5,"phase":"4","status":"completed","replay_of":"4"}
 {"seq":6,"phase":"5","status":"completed"}
-{"seq":7,"phase":"5","status":"completed","replay_of":6}
+{"seq":7,"phase":"5","status":"failed","replay_of":6}
+{"seq":8,"phase":"5","status":"completed","replay_of":7}
+{"seq":9,"phase":"6","status":"dispatched","replay_of":10}
+{"seq":10,"phase":"6","status":"dispatched","replay_of":9}
+{"seq":11,"phase":"7","status":"dispatched","replay_of":11}
 `)
 	got := map[string]string{}
 	for _, ph := range ix.Phases() {
 		got[ph.Label] = ph.Status
 	}
-	// Phase 3: 1 and 2 are superseded, 3 is still running. Phase 4: a string
-	// replay_of replays nothing, so 4 is in flight. Phase 5: 6 counts by 7.
-	want := map[string]string{"3": PhaseInFlight, "4": PhaseInFlight, "5": PhaseComplete}
+	// Phase 3: rewind's form, every replay naming the original: 1 and 2 are
+	// superseded by 3, still running. Phase 4: a string replay_of replays
+	// nothing. Phase 5: a chain, each replay naming the one before: 8 counts.
+	// Phases 6 and 7: a replay_of at or above the entry's own seq (half of a
+	// cycle, itself) replays nothing, so nothing in flight is hidden.
+	want := map[string]string{"3": PhaseInFlight, "4": PhaseInFlight, "5": PhaseComplete, "6": PhaseInFlight, "7": PhaseInFlight}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("phase statuses %v, want %v", got, want)
 	}
-	for seq, want := range map[int64]int64{1: 2, 2: 3, 6: 7} {
+	for seq, want := range map[int64]int64{1: 3, 2: 3, 6: 8, 7: 8, 9: 10} {
 		if by, ok := ix.ReplayedBy(seq); !ok || by != want {
 			t.Errorf("ReplayedBy(%d) = %d, %v; want %d", seq, by, ok, want)
 		}
 	}
-	for _, seq := range []int64{3, 4, 5, 7} {
+	for _, seq := range []int64{3, 4, 5, 8, 10, 11, 12} {
 		if by, ok := ix.ReplayedBy(seq); ok {
 			t.Errorf("ReplayedBy(%d) = %d; want none", seq, by)
 		}

@@ -50,7 +50,7 @@ func Check(ix *Index) *Report {
 	sort.Slice(byLine, func(a, b int) bool { return ix.slots[byLine[a]].line < ix.slots[byLine[b]].line })
 	for _, i := range byLine {
 		s := &ix.slots[i]
-		if _, superseded := ix.replayedBy[s.seq]; superseded {
+		if _, superseded := ix.ReplayedBy(s.seq); superseded {
 			continue
 		}
 		if ix.statuses[s.status] == "dispatched" {

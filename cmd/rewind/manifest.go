@@ -196,7 +196,12 @@ func showText(w *bufio.Writer, ix *manifest.Index, phases []manifest.Phase) erro
 			summary := oneLine(gjson.Get(s, "summary"), 72)
 			if by, ok := ix.ReplayedBy(seq); ok {
 				// Its phase's status counts the replay instead; say why.
-				summary = strings.TrimPrefix(summary+" ", "- ") + fmt.Sprintf("(replayed by %d)", by)
+				note := fmt.Sprintf("(replayed by %d)", by)
+				if summary == "-" {
+					summary = note
+				} else {
+					summary += " " + note
+				}
 			}
 			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", seq, field(gjson.Get(s, "status")), field(gjson.Get(s, "role")),
 				field(gjson.Get(s, "file")), summary)
