@@ -7,7 +7,7 @@ BIN     ?= bin/rewind
 PREFIX  ?= /usr/local
 FUZZTIME ?= 10s
 
-.PHONY: all demo build install test fmt-check vet tidy-check update-golden fuzz bench bench-quick bench-large soak clean
+.PHONY: all demo build install test race fmt-check vet tidy-check update-golden fuzz bench bench-quick bench-large soak clean
 
 all: build
 
@@ -27,6 +27,10 @@ install: build
 ## test: formatting, vet, module tidiness, then every test (script tests included)
 test: fmt-check vet tidy-check
 	$(GO) test -count=1 -timeout 15m ./...
+
+## race: every test under the race detector (about 3 minutes on 2 cores; needs cgo)
+race:
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 fmt-check:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi

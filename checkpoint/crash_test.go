@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -363,8 +364,10 @@ func (c *crasher) ids() []string {
 // output runs cmd and returns its stdout, stdout and stderr together, and its
 // exit code.
 func (c *crasher) output(cmd *exec.Cmd) (stdout, all string, code int) {
-	var out, both bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.MultiWriter(&out, &both), &both
+	var out, merged bytes.Buffer
+	// exec copies stdout and stderr in two goroutines, both into merged.
+	both := &lockedWriter{w: &merged}
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(&out, both), both
 	err := cmd.Run()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -372,7 +375,18 @@ func (c *crasher) output(cmd *exec.Cmd) (stdout, all string, code int) {
 	} else if err != nil {
 		c.t.Fatal(err)
 	}
-	return out.String(), both.String(), code
+	return out.String(), merged.String(), code
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // track runs a command that may record checkpoints and maps each new one to the
