@@ -80,7 +80,7 @@ func checkpointCommand() *cli.Command {
 				Usage:     "evict all but the newest N checkpoints and reclaim their space",
 				ArgsUsage: " ",
 				Flags: []cli.Flag{
-					&cli.IntFlag{Name: "keep", EnvVars: []string{"REWIND_KEEP"}, Value: 50, Usage: "checkpoints to keep (`N`)"},
+					&cli.IntFlag{Name: "keep", Usage: "checkpoints to keep (`N`; default REWIND_KEEP, else 50)"},
 					wait,
 				},
 				Action: checkpointPrune,
@@ -541,7 +541,12 @@ func checkpointPrune(c *cli.Context) error {
 		return err
 	}
 	keep := c.Int("keep")
-	if keep < 1 {
+	if !c.IsSet("keep") {
+		var err error
+		if keep, err = keepFromEnv(); err != nil {
+			return err
+		}
+	} else if keep < 1 {
 		return usageErrorf("invalid --keep %d: keep at least 1 checkpoint", keep)
 	}
 	s, err := openStore(c)
