@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -346,7 +345,7 @@ func (s *Store) Prune(ctx context.Context, keep int) (evicted []*Checkpoint, bef
 		return nil, 0, 0, err
 	}
 	defer unlock()
-	before = dirSize(s.gitDir())
+	before = diskUsage(s.gitDir())
 	cps, err := s.List(ctx)
 	if err != nil {
 		return nil, 0, 0, err
@@ -362,14 +361,8 @@ func (s *Store) Prune(ctx context.Context, keep int) (evicted []*Checkpoint, bef
 			return evicted, before, 0, err
 		}
 	}
-	return evicted, before, dirSize(s.gitDir()), nil
+	return evicted, before, diskUsage(s.gitDir()), nil
 }
 
-// Size is the store's size on disk in bytes.
-func (s *Store) Size() int64 { return dirSize(s.Dir) }
-
-func dirSize(dir string) int64 {
-	var n int64
-	walk(dir, func(fi os.FileInfo) { n += fi.Size() })
-	return n
-}
+// Size is the store's size on disk in bytes (see diskUsage).
+func (s *Store) Size() int64 { return diskUsage(s.Dir) }

@@ -566,6 +566,20 @@ func (ix *Index) Skipped() []Problem {
 	return out
 }
 
+// InFlight lists, in seq order, the seqs still waited for: dispatched, with
+// no completion recorded and no replay superseding them.
+func (ix *Index) InFlight() []int64 {
+	var out []int64
+	for i := range ix.slots {
+		sl := &ix.slots[i]
+		if _, superseded := ix.ReplayedBy(sl.seq); !superseded && ix.statuses[sl.status] == "dispatched" {
+			out = append(out, sl.seq)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
+	return out
+}
+
 // Phase is a phase of the pipeline and its dispatches: the authoritative entry
 // of each seq whose authoritative entry is in this phase, ordered by seq.
 type Phase struct {

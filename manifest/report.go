@@ -96,7 +96,7 @@ func Check(ix *Index) *Report {
 type Stats struct {
 	Source      string
 	Dispatches  int            // distinct seqs
-	ByStatus    map[string]int // authoritative status -> seqs
+	ByStatus    map[string]int // authoritative status ("replayed" when a replay supersedes it) -> seqs
 	InputChars  int64
 	OutputChars int64
 	ByTier      []TierCount
@@ -132,7 +132,8 @@ type PhaseStats struct {
 func EstimatedTokens(chars int64) int64 { return chars / 4 }
 
 // ComputeStats aggregates the authoritative entries: characters in and out,
-// dispatches by tier and status, rework (an earlier failed or error entry of a
+// dispatches by tier and status (a seq a replay superseded counts as
+// "replayed"; its characters still count: it ran), rework (an earlier failed or error entry of a
 // seq followed by a retry), and per phase the dispatch count and the sum of
 // duration_s.
 func ComputeStats(ix *Index) (*Stats, error) {
@@ -156,6 +157,9 @@ func ComputeStats(ix *Index) (*Stats, error) {
 		err := ix.EachEntry(ph, func(seq int64, line []byte) error {
 			s := bstr(line)
 			status := gjson.Get(s, "status").Str
+			if _, superseded := ix.ReplayedBy(seq); superseded {
+				status = "replayed" // whatever it last was, a replay took it over
+			}
 			st.ByStatus[status]++
 			if status == "completed" {
 				ps.Completed++

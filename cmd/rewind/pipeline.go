@@ -304,13 +304,7 @@ func pipelineStatus(c *cli.Context) error {
 		if ix, err := manifest.Open(loc.Path); err == nil {
 			doc.Manifest = loc.Path
 			doc.Dispatches = ix.Seqs()
-			for _, ph := range ix.Phases() {
-				for _, s := range ph.Seqs {
-					if st, _ := ix.Status(s); st == "dispatched" {
-						doc.InFlight = append(doc.InFlight, s)
-					}
-				}
-			}
+			doc.InFlight = append(doc.InFlight, ix.InFlight()...)
 			ix.Close()
 		}
 	}
