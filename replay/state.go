@@ -191,13 +191,14 @@ func parseModeFile(text string) (mode, sha string) {
 
 // CSBInput is what the synthetic Compression State Block is made from.
 type CSBInput struct {
-	State         State
-	Plan          *Plan
-	Skill         string
-	Session       string // the replay session
-	Scratch       string
-	FilesModified []string // paths the restore changes, when known
-	Redispatched  map[int]int
+	State        State
+	Plan         *Plan
+	Skill        string
+	Session      string // the replay session
+	Scratch      string
+	Restored     []string // paths the restore wrote
+	Removed      []string // paths the restore removed
+	Redispatched map[int]int
 }
 
 // RenderCSB writes the synthetic Compression State Block a resumed orchestrator
@@ -230,7 +231,11 @@ func RenderCSB(in CSBInput) string {
 	line("")
 	line("Progress:")
 	done := completedPhasesBefore(p)
-	if len(done) > 0 {
+	switch len(done) {
+	case 0:
+	case 1:
+		line("- Phase %s completed in prior session", done[0])
+	default:
 		line("- Phases %s completed in prior session", strings.Join(done, ", "))
 	}
 	if p.Restore != nil {
@@ -258,11 +263,14 @@ func RenderCSB(in CSBInput) string {
 	}
 	line("")
 	line("Files Modified:")
-	if len(in.FilesModified) == 0 {
+	if len(in.Restored)+len(in.Removed) == 0 {
 		line("- see git log")
 	}
-	for _, f := range in.FilesModified {
+	for _, f := range in.Restored {
 		line("- %s: restored to the checkpoint", f)
+	}
+	for _, f := range in.Removed {
+		line("- %s: removed by the restore (not in the checkpoint)", f)
 	}
 	line("")
 	line("Scratch State:")
@@ -274,7 +282,12 @@ func RenderCSB(in CSBInput) string {
 	for _, d := range p.Redo {
 		a := d.Latest()
 		n++
-		step := fmt.Sprintf("%d. Re-dispatch seq %d (%s, phase %s)", n, a.Seq, orDash(a.Role), orDash(d.Phase()))
+		// Named by the original seq, which the new entry's replay_of carries.
+		step := fmt.Sprintf("%d. Re-dispatch seq %d (%s, phase %s", n, d.Seq(), orDash(a.Role), orDash(d.Phase()))
+		if a.Seq != d.Seq() {
+			step += fmt.Sprintf("; last attempt seq %d", a.Seq)
+		}
+		step += ")"
 		if s, ok := in.Redispatched[a.Seq]; ok {
 			step += fmt.Sprintf(" as seq %d", s)
 		}

@@ -96,7 +96,7 @@ func TestRenderCSB(t *testing.T) {
 	}
 	st := State{Goal: "Add retry logic", Mode: "feature", Decisions: []string{"[DEC-1] backoff: simple"}, NextSteps: []string{"code review"}}
 	got := RenderCSB(CSBInput{State: st, Plan: p, Skill: "build", Session: "replay-1", Scratch: "/scratch",
-		FilesModified: []string{"client.go"}, Redispatched: map[int]int{5: 7, 6: 8}})
+		Restored: []string{"client.go"}, Removed: []string{"scratch.txt"}, Redispatched: map[int]int{5: 7, 6: 8}})
 	want := `===COMPRESSION_STATE===
 Goal: Add retry logic
 Skill: build
@@ -105,7 +105,7 @@ Health: GREEN (reset on resume)
 Mode: feature
 
 Progress:
-- Phases 2 completed in prior session
+- Phase 2 completed in prior session
 - Resuming from pre-wave-2 via replay
 - seq 1 plan-writer (phase 2): Plan written: 4 tasks, 2 waves
 
@@ -117,6 +117,7 @@ Active Constraints:
 
 Files Modified:
 - client.go: restored to the checkpoint
+- scratch.txt: removed by the restore (not in the checkpoint)
 
 Scratch State:
 - Location: /scratch

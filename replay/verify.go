@@ -48,6 +48,12 @@ type Verification struct {
 	ResultDirs  []string    // where result files live: the dispatch directory, its scratch copy
 	Checkpoints []time.Time // boundary checkpoint times: the latest a dispatch's commits can be
 	Warn        func(string)
+	// CleanedUp says the pipeline finished and crucible's success cleanup
+	// kept only its manifest and receipt ledger: a missing result file is then
+	// expected, not evidence against the dispatch. The seqs taken as completed
+	// on that ground are collected in Unkept.
+	CleanedUp bool
+	Unkept    []int
 
 	warned map[string]bool
 }
@@ -108,6 +114,10 @@ func (v *Verification) resultFile(a Attempt) (bool, string) {
 			return true, "result file " + name + " present"
 		}
 	}
+	if v.CleanedUp {
+		v.Unkept = append(v.Unkept, a.Seq)
+		return true, "result file " + name + " not kept by the cleanup of the finished pipeline"
+	}
 	return false, "result file " + name + " missing"
 }
 
@@ -127,7 +137,9 @@ func (v *Verification) commit(a Attempt) (bool, string) {
 	}
 	var inWindow []Commit
 	for _, c := range v.Commits {
-		if !c.Time.Before(start) && (end.IsZero() || !c.Time.After(end)) {
+		// An unknown time (the dispatch file is gone, as after the cleanup of
+		// a finished pipeline) leaves the whole history read as the window.
+		if start.IsZero() || !c.Time.Before(start) && (end.IsZero() || !c.Time.After(end)) {
 			inWindow = append(inWindow, c)
 		}
 	}
@@ -149,6 +161,9 @@ func (v *Verification) commit(a Attempt) (bool, string) {
 				return true, fmt.Sprintf("commit %s matches the summary", short(c.ID))
 			}
 		}
+	}
+	if start.IsZero() {
+		return false, "no commit names the task or matches the summary (the dispatch's time is unknown)"
 	}
 	window := "from " + start.Format(time.RFC3339)
 	if !end.IsZero() {

@@ -81,6 +81,25 @@ func TestVerifyByKind(t *testing.T) {
 	if f := v.Verify(Dispatch{}, rev); f.OK || f.Detail != "result file 3-code-reviewer-result.md missing" {
 		t.Errorf("reviewer without result: %+v", f)
 	}
+	// After the cleanup of a finished pipeline, a missing result file is
+	// expected: taken as completed, and listed.
+	v.CleanedUp = true
+	if f := v.Verify(Dispatch{}, rev); !f.OK || len(v.Unkept) != 1 || v.Unkept[0] != 3 {
+		t.Errorf("reviewer after the cleanup: %+v, unkept %v", f, v.Unkept)
+	}
+	v.CleanedUp = false
+	// A dispatch whose time is unknown (its file is gone) is checked against
+	// the whole history read.
+	unknown := impl
+	unknown.Time = time.Time{}
+	if f := v.Verify(Dispatch{}, unknown); !f.OK {
+		t.Errorf("unknown time: %+v", f)
+	}
+	unknown.Task = intp(9)
+	unknown.Summary = "something else entirely"
+	if f := v.Verify(Dispatch{}, unknown); f.OK || !strings.Contains(f.Detail, "time is unknown") {
+		t.Errorf("unknown time, no commit: %+v", f)
+	}
 	gate := Attempt{Seq: 4, Role: "quality-gate", Status: "completed"}
 	if f := v.Verify(Dispatch{}, gate); !f.OK || f.Kind != NoCheck {
 		t.Errorf("quality gate: %+v", f)

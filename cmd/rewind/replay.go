@@ -93,6 +93,17 @@ func resolveReplaySource(c *cli.Context, path string) (*replaySource, error) {
 	return src, nil
 }
 
+// finished reports whether the source is what crucible's success cleanup
+// leaves of a finished pipeline: no marker, and a directory holding the
+// manifest and the receipt ledger without any dispatch or result file.
+func (src *replaySource) finished() bool {
+	if src.marker != nil || !isFile(filepath.Join(src.dispatchDir, "receipt-ledger.jsonl")) {
+		return false
+	}
+	mds, err := filepath.Glob(filepath.Join(src.dispatchDir, "*.md"))
+	return err == nil && len(mds) == 0
+}
+
 func appendNew(list []string, more ...string) []string {
 	for _, m := range more {
 		found := false
@@ -162,7 +173,7 @@ func replayRun(c *cli.Context) error {
 	}
 	verification := &replay.Verification{
 		Kinds: kinds, ResultDirs: src.lookup, Checkpoints: boundaryTimes,
-		Warn: func(s string) { o.warnf("%s", s) },
+		Warn: func(s string) { o.warnf("%s", s) }, CleanedUp: src.finished(),
 	}
 	verification.Commits, err = projectCommits(c, attempts)
 	if err != nil {
@@ -213,6 +224,14 @@ func replayRun(c *cli.Context) error {
 	if report.Skill == "" {
 		report.Skill = skillFromHeaders(src.lookup, attempts)
 	}
+	if n := len(verification.Unkept); n > 0 {
+		seqs := make([]string, n)
+		for i, q := range verification.Unkept {
+			seqs[i] = strconv.Itoa(q)
+		}
+		o.notef("note: %s not kept by the cleanup of the finished pipeline (seq %s); those dispatches are taken as completed",
+			plural(n, "result file was", "result files were"), strings.Join(seqs, ", "))
+	}
 	if plan.Complete {
 		o.notef("nothing to resume: every dispatch completed and was verified")
 		if o.JSON {
@@ -258,7 +277,7 @@ func replayRun(c *cli.Context) error {
 	}
 
 	// Guards: the branch the pipeline ran on, then confirmation.
-	var modified []string
+	var restored, removed []string
 	if plan.Restore != nil {
 		if err := branchGuard(c, src.marker); err != nil {
 			return err
@@ -276,7 +295,13 @@ func replayRun(c *cli.Context) error {
 			return err
 		}
 		o.notef("restored to checkpoint %s (%s); safety checkpoint %s undoes it", res.Target.Short(), res.Target.Reason, res.Safety.Short())
-		modified = append(append(modified, res.Write...), res.Remove...)
+		if res.HeadNow != "" && len(res.Write)+len(res.Remove) > 0 {
+			// The redone work's commits are still in the history: its files now
+			// differ from HEAD until the agents commit again.
+			o.notef("note: the project's HEAD (%s) has moved since the checkpoint (%s); the restore changed files, not commits, so `git status` shows the restored files as changed until the redone dispatches commit again",
+				short8(res.HeadNow), short8(res.Target.Head))
+		}
+		restored, removed = res.Write, res.Remove
 	}
 
 	jobs, err := rd.Write(plan.Redo)
@@ -297,7 +322,7 @@ func replayRun(c *cli.Context) error {
 		o.warnf("%s", w)
 	}
 	csb := replay.RenderCSB(replay.CSBInput{State: st, Plan: plan, Skill: report.Skill, Session: session,
-		Scratch: src.scratch, FilesModified: modified, Redispatched: redispatched})
+		Scratch: src.scratch, Restored: restored, Removed: removed, Redispatched: redispatched})
 	csbDir := src.scratch
 	if csbDir == "" {
 		csbDir = src.dispatchDir
