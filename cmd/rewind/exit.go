@@ -92,6 +92,9 @@ func classify(err error) (int, []string) {
 		return exitFailure, interrupted.Hints()
 	case errors.As(err, &refErr):
 		var hints []string
+		if n := len(refErr.Ref); n > 0 && n < 4 && strings.Trim(refErr.Ref, "0123456789abcdef") == "" && errors.Is(err, checkpoint.ErrUnknownRef) {
+			hints = append(hints, "an id prefix needs at least 4 characters")
+		}
 		if len(refErr.Candidates) > 0 {
 			hints = append(hints, "candidates:")
 			for _, c := range refErr.Candidates {

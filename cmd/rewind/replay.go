@@ -191,9 +191,13 @@ func replayRun(c *cli.Context) error {
 		}
 	}
 	if errors.Is(err, replay.ErrNoBoundary) {
-		msg := fmt.Sprintf("no verified boundary with a checkpoint remains before seq %d (phase %s); cannot restore a safe state", plan.ProblemSeq, plan.ProblemPhase)
+		phase := "phase " + plan.ProblemPhase
+		if plan.ProblemPhase == "" {
+			phase = "no phase recorded"
+		}
+		msg := fmt.Sprintf("no verified boundary with a checkpoint remains before seq %d (%s); cannot restore a safe state", plan.ProblemSeq, phase)
 		if len(boundaryTimes) == 0 {
-			msg = fmt.Sprintf("no checkpoint to resume from: the store holds no boundary checkpoint (the crash is at seq %d, phase %s); cannot restore a safe state", plan.ProblemSeq, plan.ProblemPhase)
+			msg = fmt.Sprintf("no checkpoint to resume from: the store holds no boundary checkpoint (the crash is at seq %d, %s); cannot restore a safe state", plan.ProblemSeq, phase)
 		}
 		return withHint(exitErrorf(exitGuard, "%s", msg),
 			"resume on the current disk state, restoring nothing: rewind replay "+path+" --no-restore",
