@@ -118,11 +118,16 @@ func (s *Store) warn(format string, a ...any) {
 func (s *Store) checkOwner() error {
 	data, err := os.ReadFile(s.ownerFile())
 	if errors.Is(err, os.ErrNotExist) {
-		if _, err := os.Stat(s.gitDir()); err == nil {
+		if _, err := os.Stat(s.gitDir()); err != nil {
+			return nil // no store yet
+		}
+		// The record is written before the repository: a concurrent first use
+		// may have made both since the first look, so look again.
+		data, err = os.ReadFile(s.ownerFile())
+		if errors.Is(err, os.ErrNotExist) {
 			// A repository without the record: whose files it holds is unknown.
 			return &ForeignStoreError{Store: s.Dir, Recorded: "(no record)", WorkTree: s.WorkTree}
 		}
-		return nil
 	}
 	if err != nil {
 		return err

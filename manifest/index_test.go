@@ -394,3 +394,31 @@ func TestPhasesCountReplays(t *testing.T) {
 		t.Errorf("phases %+v, want one complete", ph)
 	}
 }
+
+// TestStatsKeysOutliveTheReadBuffer: statuses and tiers become map keys while
+// their lines sit in a read buffer that later lines overwrite; the keys must
+// be copies.
+func TestStatsKeysOutliveTheReadBuffer(t *testing.T) {
+	var b strings.Builder
+	// Written in falling seq order, so reading by seq moves the read window
+	// back and refills its buffer.
+	for seq := 64; seq >= 1; seq-- {
+		pad := strings.Repeat(fmt.Sprint(seq%10), 3000+seq*37)
+		fmt.Fprintf(&b, `{"seq":%d,"phase":"3","status":"dispatched","model_tier":"tier-%d","summary":"%s"}`+"\n", seq, seq%3, pad)
+		fmt.Fprintf(&b, `{"seq":%d,"phase":"3","status":"completed","model_tier":"tier-%d","summary":"%s"}`+"\n", seq, seq%3, pad)
+	}
+	st, err := ComputeStats(openSample(t, b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(st.ByStatus, map[string]int{"completed": 64}) {
+		t.Errorf("by status %v", st.ByStatus)
+	}
+	var tiers []string
+	for _, tc := range st.ByTier {
+		tiers = append(tiers, fmt.Sprintf("%s=%d", tc.Tier, tc.Dispatches))
+	}
+	if got := strings.Join(tiers, " "); got != "tier-1=22 tier-0=21 tier-2=21" {
+		t.Errorf("by tier %s", got)
+	}
+}

@@ -3,6 +3,7 @@ package manifest
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -150,6 +151,18 @@ func ComputeStats(ix *Index) (*Stats, error) {
 			st.LeftOut[key]++
 		}
 	}
+	// A line lives in a read buffer that later reads overwrite, and so do the
+	// strings gjson cuts from it. A map keeps the key of every assignment,
+	// even to an existing entry, so keys must be stable copies: one per value.
+	copies := map[string]string{}
+	stable := func(s string) string {
+		c, ok := copies[s]
+		if !ok {
+			c = strings.Clone(s)
+			copies[c] = c
+		}
+		return c
+	}
 	tiers := map[string]int{}
 	var tierOrder []string
 	for _, ph := range ix.Phases() {
@@ -160,6 +173,7 @@ func ComputeStats(ix *Index) (*Stats, error) {
 			if _, superseded := ix.ReplayedBy(seq); superseded {
 				status = "replayed" // whatever it last was, a replay took it over
 			}
+			status = stable(status)
 			st.ByStatus[status]++
 			if status == "completed" {
 				ps.Completed++
@@ -171,6 +185,7 @@ func ComputeStats(ix *Index) (*Stats, error) {
 			if t := gjson.Get(s, "model_tier"); t.Type == gjson.String {
 				key = t.Str
 			}
+			key = stable(key)
 			if _, ok := tiers[key]; !ok {
 				tierOrder = append(tierOrder, key)
 			}
