@@ -13,10 +13,11 @@ import (
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){}
 
 // TestMain makes the test binary double as the rewind binary: testscript copies
-// it onto PATH as "rewind", and `exec rewind ...` in a script runs run(os.Args).
+// it onto PATH as "rewind", and `exec rewind ...` in a script runs run(os.Args),
+// checking that the project's .git is left as it was (see guardProject).
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"rewind": func() { os.Exit(run(os.Args)) },
+		"rewind": func() { os.Exit(guardProject(os.Args, run)) },
 	})
 }
 
