@@ -58,7 +58,7 @@ func (s *Store) writeExcludes() error {
 	if err := os.MkdirAll(info, 0o700); err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(info, "exclude"), b.Bytes(), 0o600)
+	return writeIfChanged(filepath.Join(info, "exclude"), b.Bytes(), 0o600)
 }
 
 // capture brings the store's index to the work tree's current state and writes
@@ -279,7 +279,7 @@ func (s *Store) projectTracked(ctx context.Context) []string {
 	// Only the tracked files a default exclude matches: the others the listing
 	// has already.
 	patterns := filepath.Join(s.Dir, "default-excludes")
-	if err := writeAtomic(patterns, []byte(strings.Join(DefaultExcludes, "\n")+"\n"), 0o600); err != nil {
+	if err := writeIfChanged(patterns, []byte(strings.Join(DefaultExcludes, "\n")+"\n"), 0o600); err != nil {
 		return nil
 	}
 	out, err := gitexec.Project{Dir: s.WorkTree}.Run(ctx, "ls-files", "-z", "--cached", "--ignored", "--exclude-from="+patterns)

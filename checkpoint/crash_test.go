@@ -34,7 +34,7 @@ func TestCrash(t *testing.T) {
 		t.Skip("the crash test builds and runs the rewind binary")
 	}
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not found")
+		t.Fatal("git not found: rewind and its tests need git on PATH")
 	}
 	rounds := 25
 	if os.Getenv("REWIND_SOAK") == "1" {

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -187,6 +188,16 @@ func (s *Store) ensure(ctx context.Context) error {
 func (s *Store) healthy(ctx context.Context) bool {
 	_, err := s.git().Run(ctx, "for-each-ref", "--count=1", "refs/rewind/")
 	return err == nil
+}
+
+// writeIfChanged is writeAtomic for files most calls write unchanged (the
+// excludes of every capture): an equal file is left alone, sparing a checkpoint
+// an fsync and a rename.
+func writeIfChanged(path string, data []byte, mode os.FileMode) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	return writeAtomic(path, data, mode)
 }
 
 // writeAtomic replaces path with data via a temporary file, fsync and rename.

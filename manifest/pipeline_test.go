@@ -128,16 +128,23 @@ func FuzzParseMarker(f *testing.F) {
 	})
 }
 
-// A dispatch directory already cleaned up with `dispatch cleanup` is fine for a
-// success finish: its copy is in the scratch directory.
-func TestFinishAfterDispatchCleanup(t *testing.T) {
+// startSession7 starts session 7 of a build pipeline in a temporary directory
+// and returns its scratch and dispatch directories.
+func startSession7(t *testing.T) (scratch, dispatchDir string) {
+	t.Helper()
 	root := t.TempDir()
-	scratch, tmp := filepath.Join(root, "scratch"), filepath.Join(root, "tmp")
-	res, err := Start(StartOptions{Skill: "build", Scratch: scratch, TmpDir: tmp, Session: "7", Now: time.Now()})
+	scratch = filepath.Join(root, "scratch")
+	res, err := Start(StartOptions{Skill: "build", Scratch: scratch, TmpDir: filepath.Join(root, "tmp"), Session: "7", Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := res.Marker.DispatchDir
+	return scratch, res.Marker.DispatchDir
+}
+
+// A dispatch directory already cleaned up with `dispatch cleanup` is fine for a
+// success finish: its copy is in the scratch directory.
+func TestFinishAfterDispatchCleanup(t *testing.T) {
+	scratch, d := startSession7(t)
 	os.WriteFile(filepath.Join(d, FileName), []byte(wantBefore1+"\n"), 0o644)
 	os.WriteFile(filepath.Join(d, LedgerName), []byte("{}\n"), 0o644)
 	if _, err := Cleanup(d, scratch, false); err != nil {
@@ -155,13 +162,7 @@ func TestFinishAfterDispatchCleanup(t *testing.T) {
 // A dispatch directory that is gone cannot be cleaned up: a success finish
 // refuses (DirMissing), and finish --failed removes the markers all the same.
 func TestFinishFailedDirGone(t *testing.T) {
-	root := t.TempDir()
-	scratch, tmp := filepath.Join(root, "scratch"), filepath.Join(root, "tmp")
-	res, err := Start(StartOptions{Skill: "build", Scratch: scratch, TmpDir: tmp, Session: "7", Now: time.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := res.Marker.DispatchDir
+	scratch, d := startSession7(t)
 	os.RemoveAll(d)
 	var de *DispatchError
 	if _, err := Finish(scratch, false); !errors.As(err, &de) || !de.DirMissing {

@@ -21,6 +21,19 @@ func TestSummary(t *testing.T) {
 	}
 }
 
+// waveShape is the waves as key(job) per job, and each wave's checkpoint reason.
+func waveShape(waves []Wave, key func(Job) int) (got [][]int, reasons []string) {
+	for _, w := range waves {
+		var s []int
+		for _, j := range w.Jobs {
+			s = append(s, key(j))
+		}
+		got = append(got, s)
+		reasons = append(reasons, w.Checkpoint)
+	}
+	return got, reasons
+}
+
 func TestWavesFollowTheOriginalBoundaries(t *testing.T) {
 	attempts, cps := buildRun()
 	attempts = append(attempts, att(7, "code-reviewer", "4", "dispatched", 70))
@@ -28,16 +41,7 @@ func TestWavesFollowTheOriginalBoundaries(t *testing.T) {
 	for i, a := range attempts[2:] {
 		jobs = append(jobs, Job{Seq: 10 + i, ReplayOf: a.Seq, From: a})
 	}
-	var got [][]int
-	var reasons []string
-	for _, w := range Waves(jobs, cps) {
-		var s []int
-		for _, j := range w.Jobs {
-			s = append(s, j.ReplayOf)
-		}
-		got = append(got, s)
-		reasons = append(reasons, w.Checkpoint)
-	}
+	got, reasons := waveShape(Waves(jobs, cps), func(j Job) int { return j.ReplayOf })
 	if !reflect.DeepEqual(got, [][]int{{3, 4}, {5, 6}, {7}}) || !reflect.DeepEqual(reasons, []string{"", "pre-wave-2", "pre-temper"}) {
 		t.Errorf("waves %v reasons %q", got, reasons)
 	}

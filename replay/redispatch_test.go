@@ -27,16 +27,7 @@ func TestWriteKeepsOriginalTimesForWaves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got [][]int
-	var reasons []string
-	for _, w := range Waves(jobs, cps) {
-		var s []int
-		for _, j := range w.Jobs {
-			s = append(s, j.Seq)
-		}
-		got = append(got, s)
-		reasons = append(reasons, w.Checkpoint)
-	}
+	got, reasons := waveShape(Waves(jobs, cps), func(j Job) int { return j.Seq })
 	if !reflect.DeepEqual(got, [][]int{{7, 8}, {9, 10}}) || !reflect.DeepEqual(reasons, []string{"", "pre-wave-2"}) {
 		t.Errorf("waves %v reasons %q, want [[7 8] [9 10]] [\"\" \"pre-wave-2\"]", got, reasons)
 	}
@@ -80,14 +71,7 @@ func TestWavesOfASecondReplayFollowTheOriginalRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got [][]int
-	for _, w := range Waves(jobs, cps) {
-		var s []int
-		for _, j := range w.Jobs {
-			s = append(s, j.ReplayOf)
-		}
-		got = append(got, s)
-	}
+	got, _ := waveShape(Waves(jobs, cps), func(j Job) int { return j.ReplayOf })
 	if !reflect.DeepEqual(got, [][]int{{3, 4}, {5, 6}}) {
 		t.Errorf("waves %v, want [[3 4] [5 6]]", got)
 	}

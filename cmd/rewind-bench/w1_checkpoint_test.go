@@ -162,22 +162,19 @@ func w1Sizes(b *bench, n int, tree string, rwEnv, gitEnv []string) {
 			w1Run(b, tree, env10, "sh", "-c", commit)
 		}
 	}
-	rw50 := w1Size(store)
-	loose50 := w1Size(plain50)
-	w1Run(b, tree, env50, "git", "gc", "--quiet", "--prune=now")
-	gc50 := w1Size(plain50)
-	b.note("rewind store, 50 checkpoints:           %8.1f MB", float64(rw50)/1e6)
-	b.note("plain .git, same 50 snapshots:          %8.1f MB loose, %8.1f MB after git gc", float64(loose50)/1e6, float64(gc50)/1e6)
-	b.note("ratio store / plain .git: %.2fx loose, %.2fx gc'd", float64(rw50)/float64(loose50), float64(rw50)/float64(gc50))
-
+	// compare prints the store's size beside the plain repository's, loose and
+	// after git gc.
+	compare := func(storeLabel, plainLabel, plain string, env []string, goal string) {
+		rw, loose := w1Size(store), w1Size(plain)
+		w1Run(b, tree, env, "git", "gc", "--quiet", "--prune=now")
+		gc := w1Size(plain)
+		b.note("%-39s %8.1f MB", storeLabel, float64(rw)/1e6)
+		b.note("%-39s %8.1f MB loose, %8.1f MB after git gc", plainLabel, float64(loose)/1e6, float64(gc)/1e6)
+		b.note("ratio store / plain .git: %.2fx loose, %.2fx gc'd%s", float64(rw)/float64(loose), float64(rw)/float64(gc), goal)
+	}
+	compare("rewind store, 50 checkpoints:", "plain .git, same 50 snapshots:", plain50, env50, "")
 	w1Run(b, tree, rwEnv, b.rewind, "checkpoint", "prune", "--keep", "10", "--yes", "--store", store, "-C", tree)
-	rw10 := w1Size(store)
-	loose10 := w1Size(plain10)
-	w1Run(b, tree, env10, "git", "gc", "--quiet", "--prune=now")
-	gc10 := w1Size(plain10)
-	b.note("rewind store after prune --keep 10:     %8.1f MB", float64(rw10)/1e6)
-	b.note("plain .git, the same last 10 snapshots: %8.1f MB loose, %8.1f MB after git gc", float64(loose10)/1e6, float64(gc10)/1e6)
-	b.note("ratio store / plain .git: %.2fx loose, %.2fx gc'd  goal ≤ 1.1x", float64(rw10)/float64(loose10), float64(rw10)/float64(gc10))
+	compare("rewind store after prune --keep 10:", "plain .git, the same last 10 snapshots:", plain10, env10, "  goal ≤ 1.1x")
 	b.note("(sizes are the bytes of every file below the directory, index included)")
 }
 

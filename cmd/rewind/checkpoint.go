@@ -456,6 +456,17 @@ func restorePreview(c *cli.Context, s *checkpoint.Store, ref string, opt checkpo
 	return target.ID, o.confirm(question)
 }
 
+// noteHeadMoved says when the project's HEAD is not the one the restored
+// checkpoint recorded (checkpoint restore, replay): a restore changes files,
+// never commits.
+func noteHeadMoved(o *options, res *checkpoint.Restored) {
+	if res.HeadNow == "" {
+		return
+	}
+	o.notef("note: the project's HEAD (%s) has moved since the checkpoint (%s); the restore changed files, not commits, so `git status` may show them as changed",
+		short8(res.HeadNow), short8(res.Target.Head))
+}
+
 func checkpointRestore(c *cli.Context) error {
 	o := opts(c)
 	ref, err := oneArg(c, "REF")
@@ -486,9 +497,7 @@ func checkpointRestore(c *cli.Context) error {
 		return err
 	}
 	target := res.Target
-	if res.HeadNow != "" {
-		o.notef("note: the project's HEAD is now %s; the checkpoint was taken at %s. A restore changes files, never commits.", short8(res.HeadNow), short8(target.Head))
-	}
+	noteHeadMoved(o, res)
 	if o.JSON {
 		if err := writeJSON(o, map[string]any{"checkpoint": toJSON(target), "safety_checkpoint": toJSON(res.Safety),
 			"write": nonNil(res.Write), "remove": nonNil(res.Remove), "kept": keptJSON(res.Kept)}); err != nil {

@@ -299,12 +299,7 @@ func replayRun(c *cli.Context) error {
 			return err
 		}
 		o.notef("restored to checkpoint %s (%s); safety checkpoint %s undoes it", res.Target.Short(), res.Target.Reason, res.Safety.Short())
-		if res.HeadNow != "" && len(res.Write)+len(res.Remove) > 0 {
-			// The redone work's commits are still in the history: its files now
-			// differ from HEAD until the agents commit again.
-			o.notef("note: the project's HEAD (%s) has moved since the checkpoint (%s); the restore changed files, not commits, so `git status` shows the restored files as changed until the redone dispatches commit again",
-				short8(res.HeadNow), short8(res.Target.Head))
-		}
+		noteHeadMoved(o, res)
 		restored, removed = res.Write, res.Remove
 	}
 

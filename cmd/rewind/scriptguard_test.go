@@ -1,12 +1,9 @@
 package main
 
 import (
-	"crypto/sha256"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 )
@@ -22,9 +19,17 @@ func guardProject(args []string, run func([]string) int) int {
 	if gitDir == "" {
 		return run(args)
 	}
-	before := hashTree(gitDir)
+	before, err := treeListing(gitDir, true)
 	code := run(args)
-	if changed := diffTrees(before, hashTree(gitDir)); len(changed) > 0 {
+	after, err2 := treeListing(gitDir, true)
+	if err == nil {
+		err = err2
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "script harness: cannot list the project's %s: %v\n", gitDir, err)
+		return 98
+	}
+	if changed := changedLines(before, after); len(changed) > 0 {
 		fmt.Fprintf(os.Stderr, "script harness: `rewind %s` changed the project's %s: %s\n",
 			strings.Join(args[1:], " "), gitDir, strings.Join(changed, ", "))
 		return 98
@@ -68,46 +73,28 @@ func projectGitDir(args []string) string {
 	}
 }
 
-// hashTree maps every path below root (root itself when it is a file) to its
-// mode and content hash.
-func hashTree(root string) map[string]string {
-	out := map[string]string{}
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			out[p] = "unreadable: " + err.Error()
-			return nil
+// changedLines lists the lines of one listing that the other lacks, marked
+// - (gone or changed) and + (new or changed).
+func changedLines(before, after []string) []string {
+	in := func(list []string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range list {
+			m[l] = true
 		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		sum := ""
-		switch {
-		case fi.Mode().IsRegular():
-			data, _ := os.ReadFile(p)
-			sum = fmt.Sprintf("%x", sha256.Sum256(data))
-		case fi.Mode()&fs.ModeSymlink != 0:
-			sum, _ = os.Readlink(p)
-		}
-		out[p] = fi.Mode().String() + " " + sum
-		return nil
-	})
-	return out
-}
-
-func diffTrees(a, b map[string]string) []string {
+		return m
+	}
+	b, a := in(before), in(after)
 	var changed []string
-	for p, v := range a {
-		if b[p] != v {
-			changed = append(changed, p)
+	for _, l := range before {
+		if !a[l] {
+			changed = append(changed, "-"+l)
 		}
 	}
-	for p := range b {
-		if _, ok := a[p]; !ok {
-			changed = append(changed, p+" (new)")
+	for _, l := range after {
+		if !b[l] {
+			changed = append(changed, "+"+l)
 		}
 	}
-	sort.Strings(changed)
 	return changed
 }
 
