@@ -12,10 +12,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
-
-	"rewind/gitexec"
 )
 
 // DefaultExcludes are never captured unless the project's own git tracks them.
@@ -33,26 +32,24 @@ type Skipped struct {
 	Why  string // "over the size limit (N bytes)", "unreadable"
 }
 
-// capture is the state of the work tree as a checkpoint would hold it.
+// capture is the state of the work tree as a checkpoint holds it.
 type capture struct {
 	tree    string
 	files   int
 	skipped []Skipped
+	held    *held           // what the rule held, and the repositories it found
+	inTree  map[string]bool // the paths of tree
+	meta    *meta
 }
 
-// writeExcludes writes git/info/exclude: the default excludes and the work
-// tree's .rewindignore. (A .gitignore inside a git directory is never read.)
+// writeExcludes writes the default excludes to the store's info/exclude. rewind
+// does not read it (see rule.go); crucible's procedure, whose `git add -A` may
+// share the store, honours them there.
 func (s *Store) writeExcludes() error {
 	var b bytes.Buffer
-	b.WriteString("# written by rewind: the default excludes, then .rewindignore\n")
+	b.WriteString("# written by rewind: the default excludes\n")
 	for _, p := range DefaultExcludes {
 		b.WriteString(p + "\n")
-	}
-	if data, err := os.ReadFile(filepath.Join(s.WorkTree, ".rewindignore")); err == nil {
-		b.Write(data)
-		if len(data) > 0 && data[len(data)-1] != '\n' {
-			b.WriteByte('\n')
-		}
 	}
 	info := filepath.Join(s.gitDir(), "info")
 	if err := os.MkdirAll(info, 0o700); err != nil {
@@ -61,27 +58,26 @@ func (s *Store) writeExcludes() error {
 	return writeIfChanged(filepath.Join(info, "exclude"), b.Bytes(), 0o600)
 }
 
-// capture brings the store's index to the work tree's current state and writes
-// its tree. maxSize <= 0 means no limit.
-//
-// force names paths to capture even when ignored (a restore passes the paths it
-// may overwrite, so its safety checkpoint holds what they hold now).
-func (s *Store) capture(ctx context.Context, maxSize int64, force ...string) (*capture, error) {
+// capture brings the store's index to the work tree's state, as the rule
+// (rule.go) says a checkpoint holds it, and writes its tree. maxSize <= 0
+// means no limit.
+func (s *Store) capture(ctx context.Context, maxSize int64) (*capture, error) {
+	// Files changed from here on may have been hashed in the same second as
+	// their change; see the end.
+	start := time.Now()
 	if err := s.writeExcludes(); err != nil {
 		return nil, err
 	}
-	// Only what changed goes through update-index: paths new to the index, and
-	// those git sees differ from it. The other entries keep their stat data and
-	// the index keeps its cached trees, so write-tree rehashes only the
-	// directories that changed: a checkpoint after a small change costs about
-	// one directory walk and one stat walk, which run side by side (they only
-	// read), as do the listings of the index and of the project.
+	// The index is a cache of stat data: only paths new to it, and those git
+	// sees differ from it, go through update-index. The other entries keep
+	// their stat data and the index keeps its cached trees, so write-tree
+	// rehashes only the directories that changed. The listing, the index's
+	// paths and the stat walk only read, and run side by side.
 	g := s.git()
-	var paths, tracked []string
+	var h *held
 	var indexed, differ []byte
 	err := parallel(
-		func() (err error) { paths, err = s.listPaths(ctx); return err },
-		func() error { tracked = s.projectTracked(ctx); return nil },
+		func() (err error) { h, err = s.hold(ctx); return err },
 		func() (err error) { indexed, err = g.Run(ctx, "ls-files", "-z", "--cached"); return err },
 		func() (err error) {
 			differ, err = g.Run(ctx, "diff-files", "-z", "--name-only", "--no-ext-diff")
@@ -91,9 +87,9 @@ func (s *Store) capture(ctx context.Context, maxSize int64, force ...string) (*c
 	if err != nil {
 		return nil, err
 	}
-	paths = append(paths, tracked...)
-	paths = append(paths, force...)
-	paths = dedupe(paths)
+	for _, n := range h.notes {
+		s.warn("%s", n)
+	}
 	inIndex := map[string]bool{}
 	for _, p := range splitNul(indexed) {
 		inIndex[p] = true
@@ -102,34 +98,27 @@ func (s *Store) capture(ctx context.Context, maxSize int64, force ...string) (*c
 	for _, p := range splitNul(differ) {
 		changed[p] = true
 	}
-	// An entry git sees unchanged was judged when it was added: only the rest
-	// need a look.
-	var unchanged, judge []string
-	for _, p := range paths {
-		if inIndex[p] && !changed[p] {
-			unchanged = append(unchanged, p)
-		} else {
-			judge = append(judge, p)
-		}
-	}
 	s.dirOK.Clear()
-	keep, skipped := s.classify(judge, maxSize)
-	c := &capture{skipped: skipped, files: len(keep) + len(unchanged)}
-	want := make(map[string]bool, len(paths))
-	for _, p := range unchanged {
-		want[p] = true
-	}
-	var update, remove []string
+	keep, skipped := s.classify(h.paths, maxSize)
+	c := &capture{skipped: skipped, files: len(keep), held: h}
+	want := make(map[string]bool, len(keep))
+	c.inTree = want
+	var update []string
 	var fresh []verdict // regular files to hash
 	for _, v := range keep {
 		want[v.path] = true
+		if inIndex[v.path] && !changed[v.path] {
+			continue
+		}
 		update = append(update, v.path)
 		if v.regular {
 			fresh = append(fresh, v)
 		}
 	}
-	// Whatever else the index holds (a file gone, ignored, over the limit, a
-	// path that became a directory) is dropped, so the tree is exactly keep.
+	// Whatever else the index holds (a file gone, ignored now, over the
+	// limit, a path that became a directory) is dropped, so the tree is
+	// exactly what the rule holds.
+	var remove []string
 	for p := range inIndex {
 		if !want[p] {
 			remove = append(remove, p)
@@ -151,6 +140,26 @@ func (s *Store) capture(ctx context.Context, maxSize int64, force ...string) (*c
 		return nil, err
 	}
 	c.tree = strings.TrimSpace(string(out))
+	// git compares whole-second mtimes here: a file rewritten at the same size
+	// in the second it was hashed would look unchanged to every later
+	// checkpoint. Entries of files changed since this capture began leave the
+	// index, so the next capture hashes them again.
+	var racy []string
+	for _, v := range keep {
+		if !v.mtime.Before(start.Truncate(time.Second)) {
+			racy = append(racy, v.path)
+		}
+	}
+	if len(racy) > 0 {
+		if _, err := g.RunInput(ctx, nulJoin(racy), "update-index", "--force-remove", "-z", "--stdin"); err != nil {
+			return nil, err
+		}
+	}
+	var unread []Skipped
+	if c.meta, unread, err = s.buildMeta(ctx, h, keep); err != nil {
+		return nil, err
+	}
+	c.skipped = append(c.skipped, unread...)
 	return c, nil
 }
 
@@ -198,97 +207,6 @@ func (s *Store) prewrite(ctx context.Context, files []verdict) {
 	parallel(jobs...)
 }
 
-// listPaths lists the files git would capture, relative to the work tree.
-//
-// git lists a nested repository that the index holds nothing of as "sub/" and
-// does not descend into it. Listing it through its own work tree would be wrong
-// twice: the store's index (whose paths are relative to the root) would hide
-// sub/README.md behind the root's README.md, and the root's .gitignore would not
-// apply inside it. Instead a scratch index holds one placeholder entry per
-// nested repository found so far, which makes git walk into those directories
-// from the root with every ignore rule in force; repeat until no new nested
-// repository turns up. The placeholder never exists on disk, and nothing on
-// disk is renamed.
-func (s *Store) listPaths(ctx context.Context) ([]string, error) {
-	g := s.git()
-	out, err := g.Run(ctx, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-	if err != nil {
-		return nil, err
-	}
-	var paths, nested []string
-	split := func(out []byte) {
-		for _, p := range splitNul(out) {
-			if strings.HasSuffix(p, "/") {
-				nested = append(nested, p)
-			} else {
-				paths = append(paths, p)
-			}
-		}
-	}
-	split(out)
-	if len(nested) == 0 {
-		return paths, nil
-	}
-	scratch := g
-	scratch.IndexFile = filepath.Join(s.Dir, "walk-index")
-	defer os.Remove(scratch.IndexFile)
-	// Leftovers of a rewind killed here; the store lock is held.
-	os.Remove(scratch.IndexFile)
-	os.Remove(scratch.IndexFile + ".lock")
-	empty, err := g.RunInput(ctx, strings.NewReader(""), "hash-object", "-w", "--stdin")
-	if err != nil {
-		return nil, err
-	}
-	blob := strings.TrimSpace(string(empty))
-	for len(nested) > 0 {
-		batch := nested
-		nested = nil
-		var info strings.Builder
-		args := []string{"ls-files", "-z", "--others", "--exclude-standard", "--"}
-		for _, dir := range batch {
-			fmt.Fprintf(&info, "100644 %s\t%s%s\x00", blob, dir, walkPlaceholder)
-			args = append(args, ":(literal)"+dir)
-		}
-		if _, err := scratch.RunInput(ctx, strings.NewReader(info.String()), "update-index", "--add", "-z", "--index-info"); err != nil {
-			return nil, err
-		}
-		out, err := scratch.Run(ctx, args...)
-		if err != nil {
-			return nil, err
-		}
-		split(out)
-	}
-	return paths, nil
-}
-
-// walkPlaceholder is the name of the placeholder entries of listPaths. A real
-// file of that name inside a nested repository would be hidden from the listing;
-// the control characters make that practically impossible.
-const walkPlaceholder = "\x01rewind-walk\x01"
-
-// projectTracked lists the files the project's own git tracks, which a default
-// exclude must never drop (a Go package named build/ is source). Outside a git
-// repository it is empty.
-func (s *Store) projectTracked(ctx context.Context) []string {
-	top, err := gitexec.Project{Dir: s.WorkTree}.Run(ctx, "rev-parse", "--show-toplevel")
-	if err != nil || filepath.Clean(strings.TrimSpace(string(top))) != s.WorkTree {
-		// Not the root of a repository: the project's paths would not be
-		// relative to the work tree.
-		return nil
-	}
-	// Only the tracked files a default exclude matches: the others the listing
-	// has already.
-	patterns := filepath.Join(s.Dir, "default-excludes")
-	if err := writeIfChanged(patterns, []byte(strings.Join(DefaultExcludes, "\n")+"\n"), 0o600); err != nil {
-		return nil
-	}
-	out, err := gitexec.Project{Dir: s.WorkTree}.Run(ctx, "ls-files", "-z", "--cached", "--ignored", "--exclude-from="+patterns)
-	if err != nil {
-		return nil
-	}
-	return splitNul(out)
-}
-
 // classify sorts out the paths to keep (existing regular files and symlinks
 // under the limit and readable) and the skipped ones to report; the rest (gone,
 // or not files) are left out. Stat calls run in parallel:
@@ -330,6 +248,8 @@ type verdict struct {
 	keep    bool
 	regular bool // a regular file (else a symlink), when kept
 	size    int64
+	perm    os.FileMode
+	mtime   time.Time
 	skip    *Skipped
 }
 
@@ -339,16 +259,27 @@ func (s *Store) judge(rel string, maxSize int64) (v verdict) {
 		// and the symlink itself is captured as a symlink
 		return v
 	}
+	if why := refusedName(rel); why != "" {
+		v.skip = &Skipped{Path: rel, Why: why}
+		return v
+	}
 	full := filepath.Join(s.WorkTree, rel)
 	fi, err := os.Lstat(full)
-	if err != nil {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return v // gone: update-index --remove drops it
+	case err != nil:
+		v.skip = &Skipped{Path: rel, Why: "cannot be read: " + errText(err)}
+		return v
 	}
+	v.perm, v.mtime = fi.Mode().Perm(), fi.ModTime()
 	switch {
 	case fi.Mode()&os.ModeSymlink != 0:
 		v.keep = true
+	case fi.IsDir():
+		// a tracked path that is now a directory: its files are listed
 	case !fi.Mode().IsRegular():
-		// sockets, fifos, devices: nothing to snapshot
+		v.skip = &Skipped{Path: rel, Why: fmt.Sprintf("not a file git can store (%s)", fi.Mode().Type())}
 	case maxSize > 0 && fi.Size() > maxSize:
 		v.skip = &Skipped{Path: rel, Why: fmt.Sprintf("over the size limit (%d bytes)", fi.Size())}
 	case unix.Access(full, unix.R_OK) != nil:
@@ -357,6 +288,18 @@ func (s *Store) judge(rel string, maxSize int64) (v verdict) {
 		v.keep, v.regular, v.size = true, true, fi.Size()
 	}
 	return v
+}
+
+// refusedName says why git cannot store a path in a tree whatever it is told
+// (a component that is ".git" in another case, a .gitmodules symlink is
+// checked by judge's caller through git itself), or "" when it can.
+func refusedName(rel string) string {
+	for _, part := range strings.Split(rel, "/") {
+		if strings.EqualFold(part, ".git") {
+			return fmt.Sprintf("git cannot store a path named %q", part)
+		}
+	}
+	return ""
 }
 
 // symlinkParent reports whether a directory above rel is a symlink (or not a

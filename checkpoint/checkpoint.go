@@ -27,6 +27,8 @@ type Checkpoint struct {
 	Branch  string // the project's branch then, when the work tree is a git repository
 	Head    string // the project's HEAD then
 	Skipped []Skipped
+
+	meta *meta // what git cannot record (meta.go); nil for older checkpoints
 }
 
 // Short is the 8-character id crucible shows.
@@ -88,6 +90,7 @@ func message(c *Checkpoint) string {
 	for _, sk := range c.Skipped {
 		trailers = append(trailers, "Rewind-Skipped: "+strconv.Quote(sk.Path)+" "+sk.Why)
 	}
+	trailers = append(trailers, c.meta.trailers()...)
 	if len(trailers) > 0 {
 		b.WriteString("\n" + strings.Join(trailers, "\n") + "\n")
 	}
@@ -107,7 +110,7 @@ func parseMessage(c *Checkpoint, msg string) {
 	}
 	for _, l := range lines[1:] {
 		k, v, ok := strings.Cut(l, ": ")
-		if !ok {
+		if !ok || parseMetaTrailer(&c.meta, k, v) {
 			continue
 		}
 		switch k {
@@ -130,8 +133,6 @@ type CreateOptions struct {
 	Source      string
 	MaxFileSize int64 // <= 0: DefaultMaxFileSize
 	Keep        int   // checkpoints kept after this one (<= 0: 50)
-
-	force []string // paths captured even when ignored (see capture)
 }
 
 // Created says what Create did.
@@ -142,6 +143,8 @@ type Created struct {
 	Unchanged  *Checkpoint // the newest earlier checkpoint when its tree is the same
 	Duplicate  bool        // same reason, source and tree within a second: nothing recorded
 	Evicted    []*Checkpoint
+
+	capture *capture // what the rule held (a restore asks it)
 }
 
 // Create snapshots the work tree.
@@ -196,7 +199,7 @@ func (s *Store) create(ctx context.Context, opt CreateOptions) (*Created, error)
 	var cps []*Checkpoint
 	var branch, head string
 	err := parallel(
-		func() (err error) { cap, err = s.capture(ctx, max, opt.force...); return err },
+		func() (err error) { cap, err = s.capture(ctx, max); return err },
 		func() (err error) { cps, err = s.List(ctx); return err },
 		func() error { branch, head = s.projectHead(ctx); return nil },
 	)
@@ -207,10 +210,10 @@ func (s *Store) create(ctx context.Context, opt CreateOptions) (*Created, error)
 		s.warn("skipped %s: %s", sk.Path, sk.Why)
 	}
 	now := s.now()
-	res := &Created{Files: cap.files}
+	res := &Created{Files: cap.files, capture: cap}
 	if len(cps) > 0 {
 		newest := cps[len(cps)-1]
-		if newest.Tree == cap.tree {
+		if newest.Tree == cap.tree && sameMeta(newest.meta, cap.meta) {
 			if newest.Reason == opt.Reason && newest.Source == opt.Source && now.Sub(newest.Time) < time.Second && now.Sub(newest.Time) >= 0 {
 				res.Checkpoint, res.Duplicate = newest, true
 				return res, nil
@@ -228,7 +231,7 @@ func (s *Store) create(ctx context.Context, opt CreateOptions) (*Created, error)
 	}
 
 	c := &Checkpoint{Reason: opt.Reason, Source: opt.Source, Time: now, Tree: cap.tree, Skipped: cap.skipped,
-		Branch: branch, Head: head}
+		Branch: branch, Head: head, meta: cap.meta}
 	g := s.git()
 	g.Date = now
 	out, err := g.RunInput(ctx, strings.NewReader(message(c)), "commit-tree", c.Tree)

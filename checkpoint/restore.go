@@ -124,8 +124,6 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 		max = DefaultMaxFileSize
 	}
 
-	// Every path the restore may write is captured by the safety checkpoint even
-	// when it is ignored now, so the undo gives back what it holds.
 	entries, err := s.treeEntries(ctx, target.Tree, files)
 	if err != nil {
 		return nil, err
@@ -133,29 +131,23 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 	if err := s.checkHeld(target, entries, files); err != nil {
 		return nil, err
 	}
-	force := make([]string, 0, len(entries))
-	for p := range entries {
-		force = append(force, p)
-	}
-	sort.Strings(force)
-	var current string
+	// The state now, as the rule holds it: the safety checkpoint (a dry run
+	// only looks).
+	var cur *capture
 	if opt.DryRun {
-		cap, err := s.capture(ctx, max, force...)
-		if err != nil {
+		if cur, err = s.capture(ctx, max); err != nil {
 			return nil, err
 		}
-		current = cap.tree
 	} else {
 		reason := "pre-restore-safety"
 		if len(files) > 0 {
 			reason = "pre-restore-safety-file"
 		}
-		made, err := s.create(ctx, CreateOptions{Reason: reason, Source: "checkpoint", MaxFileSize: max, Keep: len(cps) + 1, force: force})
+		made, err := s.create(ctx, CreateOptions{Reason: reason, Source: "checkpoint", MaxFileSize: max, Keep: len(cps) + 1})
 		if err != nil {
 			return nil, fmt.Errorf("safety checkpoint: %w", err)
 		}
-		res.Safety = made.Checkpoint
-		current = made.Checkpoint.Tree
+		res.Safety, cur = made.Checkpoint, made.capture
 		// Finishing an interrupted restore: its safety checkpoint, not this
 		// one (a half-restored tree), is what undoes it.
 		if m, _ := s.interruptedRestore(); m != nil {
@@ -164,8 +156,49 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 			}
 		}
 	}
+	plan, err := s.plan(ctx, target, cur, entries, files)
+	if err != nil {
+		return nil, err
+	}
+	res.Write, res.Remove, res.Kept = plan.write, plan.remove, plan.kept
+	for _, k := range res.Kept {
+		s.warn("kept %s as it is: %s", k.Path, k.Why)
+	}
+	if opt.DryRun {
+		return res, nil
+	}
+	var ids []string
+	for _, p := range plan.write {
+		ids = append(ids, entryID(entries[p]))
+	}
+	if err := s.checkReadable(ctx, ids); err != nil {
+		return nil, err
+	}
 
-	changes, err := s.changedPaths(ctx, current, target.Tree, files...)
+	marker := fmt.Sprintf("target %s\nsafety %s\nreason %s\nstarted %s\n", target.Short(), res.Safety.Short(), target.Reason, time.Now().UTC().Format(time.RFC3339))
+	if err := writeAtomic(s.restoreMarker(), []byte(marker), 0o600); err != nil {
+		return nil, err
+	}
+	if err := s.apply(ctx, entries, plan, target, cur, files); err != nil {
+		return nil, err
+	}
+	if err := os.Remove(s.restoreMarker()); err != nil {
+		return nil, err
+	}
+	cps, _ = s.List(ctx)
+	return res, s.writeManifest(cps)
+}
+
+// restorePlan is what a restore writes, removes and leaves alone.
+type restorePlan struct {
+	write, remove []string
+	kept          []Skipped
+	mkdir         []string // the checkpoint's directories without files, missing now
+}
+
+// plan decides, by the rule, what a restore to target does from the state cur.
+func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, entries map[string]string, files []string) (*restorePlan, error) {
+	changes, err := s.changedPaths(ctx, cur.tree, target.Tree, files...)
 	if err != nil {
 		return nil, err
 	}
@@ -176,38 +209,93 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 	for _, sk := range target.Skipped {
 		skipped[sk.Path] = true
 	}
+	p := &restorePlan{}
+	var added, removals []string
 	for _, c := range changes {
-		if c.Status == "D" && skipped[c.Path] {
-			continue
+		switch {
+		case c.Status == "D" && skipped[c.Path]:
+		case c.Status == "D":
+			removals = append(removals, c.Path)
+		case c.Status == "A":
+			added = append(added, c.Path)
+		default:
+			p.write = append(p.write, c.Path)
 		}
-		if c.Status == "D" {
-			res.Remove = append(res.Remove, c.Path)
+	}
+	// Never write a path ignored now...
+	ignored, err := s.ignoredNow(ctx, cur.held, added, false)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range added {
+		if ignored[a] {
+			p.kept = append(p.kept, Skipped{Path: a, Why: "the checkpoint holds it, but it is ignored now"})
 		} else {
-			res.Write = append(res.Write, c.Path)
+			p.write = append(p.write, a)
 		}
 	}
-	if res.Write, res.Kept, err = s.inTheWay(ctx, current, res.Write, res.Remove); err != nil {
-		return nil, err
+	// ...nor delete one the checkpoint's own rules ignore (its .gitignore
+	// files may be stricter than today's).
+	if len(removals) > 0 {
+		rules, err := s.rulesOf(ctx, target, cur.held)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range removals {
+			if rules.ignores(r) {
+				p.kept = append(p.kept, Skipped{Path: r, Why: "the checkpoint's own ignore rules ignore it"})
+			} else {
+				p.remove = append(p.remove, r)
+			}
+		}
 	}
-	for _, k := range res.Kept {
-		s.warn("kept %s as it is: %s", k.Path, k.Why)
+	sort.Strings(p.write)
+	var blocked []Skipped
+	p.write, blocked = s.inTheWay(p.write, p.remove, cur.inTree)
+	p.kept = append(p.kept, blocked...)
+	if target.meta != nil {
+		var missing []string
+		for _, d := range target.meta.dirs {
+			if !underAny(d, files) {
+				continue
+			}
+			if _, err := os.Lstat(filepath.Join(s.WorkTree, d)); os.IsNotExist(err) {
+				missing = append(missing, d)
+			}
+		}
+		ignored, err := s.ignoredNow(ctx, cur.held, missing, true)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range missing {
+			if !ignored[d] {
+				p.mkdir = append(p.mkdir, d)
+			}
+		}
 	}
-	if opt.DryRun {
-		return res, nil
-	}
+	sort.Slice(p.kept, func(i, j int) bool { return p.kept[i].Path < p.kept[j].Path })
+	return p, nil
+}
 
-	marker := fmt.Sprintf("target %s\nsafety %s\nreason %s\nstarted %s\n", target.Short(), res.Safety.Short(), target.Reason, time.Now().UTC().Format(time.RFC3339))
-	if err := writeAtomic(s.restoreMarker(), []byte(marker), 0o600); err != nil {
-		return nil, err
+// underAny reports whether p lies in one of the restore's --file paths (any
+// path when there are none).
+func underAny(p string, files []string) bool {
+	if len(files) == 0 {
+		return true
 	}
-	if err := s.apply(ctx, entries, res.Remove, res.Write); err != nil {
-		return nil, err
+	for _, f := range files {
+		if within(p, f) {
+			return true
+		}
 	}
-	if err := os.Remove(s.restoreMarker()); err != nil {
-		return nil, err
-	}
-	cps, _ = s.List(ctx)
-	return res, s.writeManifest(cps)
+	return false
+}
+
+// entryID is the object id of an --index-info line "<mode> <id>\t<path>".
+func entryID(entry string) string {
+	meta, _, _ := strings.Cut(entry, "\t")
+	_, id, _ := strings.Cut(meta, " ")
+	return id
 }
 
 // treePaths lists the paths of a tree, below prefixes when any are given.
@@ -251,58 +339,42 @@ func lsTree(tree string, prefixes []string, opts ...string) []string {
 	return args
 }
 
-// inTheWay drops from write the paths whose writing would destroy something the
-// current state (the safety checkpoint) does not hold: a file there that was
-// skipped (over the size limit, unreadable), a directory still holding
+// inTheWay drops from write the paths whose writing would destroy something
+// the current state (the safety checkpoint) does not hold: a file there that
+// was skipped (over the size limit, unreadable), a directory still holding
 // uncaptured files (ignored ones) once the removals are done, or an uncaptured
-// file where the checkpoint has a directory. git checkout-index --force would
-// delete them; rewind keeps them and says so.
-func (s *Store) inTheWay(ctx context.Context, current string, write, remove []string) (kept []string, left []Skipped, err error) {
-	if len(write) == 0 {
-		return write, nil, nil
-	}
-	held := map[string]bool{}
-	paths, err := s.treePaths(ctx, current, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, p := range paths {
-		held[p] = true
-	}
+// file or symlink where the checkpoint has a directory. git checkout-index
+// --force would delete them; rewind keeps them and says so. It never follows a
+// symlink: a parent that is one, and that the restore removes, frees
+// everything below it.
+func (s *Store) inTheWay(write, remove []string, inTree map[string]bool) (kept []string, left []Skipped) {
 	removed := map[string]bool{}
 	for _, p := range remove {
 		removed[p] = true
 	}
-	// blocks reports why the thing at rel (a file or directory) cannot be
-	// replaced, or "" when it can.
-	blocks := func(rel string) string {
-		full := filepath.Join(s.WorkTree, rel)
-		fi, err := os.Lstat(full)
-		switch {
-		case err != nil, removed[rel], held[rel]:
-			return ""
-		case !fi.IsDir():
-			return "the checkpoint holds it, but the current version is in no checkpoint (over the size limit, unreadable or ignored)"
-		}
-		why := ""
-		filepath.WalkDir(full, func(p string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || why != "" {
-				return nil
-			}
-			r, _ := filepath.Rel(s.WorkTree, p)
-			if r = filepath.ToSlash(r); !removed[r] && !held[r] {
-				why = fmt.Sprintf("the checkpoint has a file there, but the directory holds %s, which is in no checkpoint", r)
-			}
-			return nil
-		})
-		return why
-	}
+	free := func(rel string) bool { return removed[rel] || inTree[rel] }
 	for _, p := range write {
-		why := blocks(p)
-		for d := path.Dir(p); why == "" && d != "."; d = path.Dir(d) {
-			if fi, err := os.Lstat(filepath.Join(s.WorkTree, d)); err == nil && !fi.IsDir() {
-				why = blocks(d)
+		why, below := "", false
+		for i := 0; i < len(p) && why == "" && !below; i++ {
+			if p[i] != '/' {
+				continue
 			}
+			d := p[:i]
+			fi, err := os.Lstat(filepath.Join(s.WorkTree, d))
+			switch {
+			case os.IsNotExist(err):
+				below = true // nothing there: all below is free
+			case err != nil:
+				why = "cannot look at " + d + ": " + errText(err)
+			case fi.IsDir():
+			case removed[d]:
+				below = true // a file or symlink the restore removes first
+			default:
+				why = fmt.Sprintf("the checkpoint has a directory at %s, but the file there is in no checkpoint", d)
+			}
+		}
+		if why == "" && !below {
+			why = s.blocks(p, free)
 		}
 		if why != "" {
 			left = append(left, Skipped{Path: p, Why: why})
@@ -310,7 +382,41 @@ func (s *Store) inTheWay(ctx context.Context, current string, write, remove []st
 		}
 		kept = append(kept, p)
 	}
-	return kept, left, nil
+	return kept, left
+}
+
+// blocks says why what is at rel (its parents are directories) cannot be
+// replaced, or "" when it can.
+func (s *Store) blocks(rel string, free func(string) bool) string {
+	full := filepath.Join(s.WorkTree, rel)
+	fi, err := os.Lstat(full)
+	switch {
+	case os.IsNotExist(err), free(rel):
+		return ""
+	case err != nil:
+		return "cannot look at it: " + errText(err)
+	case !fi.IsDir():
+		return "the checkpoint holds it, but the current version is in no checkpoint (over the size limit, unreadable or not a file)"
+	}
+	why := ""
+	filepath.WalkDir(full, func(p string, d os.DirEntry, err error) error {
+		if why != "" {
+			return filepath.SkipAll
+		}
+		if err != nil {
+			why = "cannot look into the directory there: " + errText(err)
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		r, _ := filepath.Rel(s.WorkTree, p)
+		if r = filepath.ToSlash(r); !free(r) {
+			why = fmt.Sprintf("the checkpoint has a file there, but the directory holds %s, which is in no checkpoint", r)
+		}
+		return nil
+	})
+	return why
 }
 
 // checkHeld refuses --file paths that neither the checkpoint nor the work tree
@@ -332,64 +438,99 @@ func (s *Store) checkHeld(target *Checkpoint, entries map[string]string, files [
 	return nil
 }
 
-// apply removes and writes paths of the work tree. Removals go first, so a
-// directory the checkpoint has as a file (or the reverse) can be written.
-func (s *Store) apply(ctx context.Context, entries map[string]string, remove, write []string) error {
-	dirs := map[string]bool{}
-	for _, p := range remove {
-		full, err := s.inside(p)
+// apply carries out a plan. Removals go first, so a directory the checkpoint
+// has as a file (or the reverse) can be written; directories the removals
+// emptied go too, unless the checkpoint has them. Then the writes, checked one
+// by one (a write git could not make fails the restore, never silently), the
+// checkpoint's empty directories, and the permission bits it recorded.
+func (s *Store) apply(ctx context.Context, entries map[string]string, p *restorePlan, target *Checkpoint, cur *capture, files []string) error {
+	targetDirs := map[string]bool{}
+	for e := range entries {
+		for d := path.Dir(e); d != "."; d = path.Dir(d) {
+			if targetDirs[d] {
+				break
+			}
+			targetDirs[d] = true
+		}
+	}
+	if target.meta != nil {
+		for _, d := range target.meta.dirs {
+			targetDirs[d] = true
+		}
+	}
+	emptied := map[string]bool{}
+	for _, r := range p.remove {
+		full, err := s.inside(r)
 		if err != nil {
 			return err
 		}
 		if err := os.Remove(full); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("remove %s: %w", p, err)
+			return fmt.Errorf("remove %s: %w", r, err)
 		}
-		for d := filepath.Dir(p); d != "."; d = filepath.Dir(d) {
-			dirs[d] = true
+		for d := path.Dir(r); d != "." && !targetDirs[d]; d = path.Dir(d) {
+			emptied[d] = true
 		}
 	}
-	// Empty directories left behind go too, deepest first; a directory that still
-	// holds anything (an ignored file, say) stays.
 	var byDepth []string
-	for d := range dirs {
+	for d := range emptied {
 		byDepth = append(byDepth, d)
+	}
+	if len(files) > 0 && len(byDepth) > 0 {
+		// A --file restore lists only its paths: ask the tree which of these
+		// directories it has.
+		out, err := s.git().Run(ctx, append([]string{"ls-tree", "-z", "--name-only", "--full-tree", target.Tree, "--"}, literal(byDepth)...)...)
+		if err != nil {
+			return err
+		}
+		for _, d := range splitNul(out) {
+			delete(emptied, d)
+		}
+		byDepth = byDepth[:0]
+		for d := range emptied {
+			byDepth = append(byDepth, d)
+		}
 	}
 	sort.Slice(byDepth, func(i, j int) bool { return strings.Count(byDepth[i], "/") > strings.Count(byDepth[j], "/") })
 	for _, d := range byDepth {
-		os.Remove(filepath.Join(s.WorkTree, d))
+		os.Remove(filepath.Join(s.WorkTree, d)) // only when empty
 	}
+	// Without recorded bits (an older checkpoint), a file rewritten in place
+	// keeps its bits beyond the executable one.
+	oldPerms := map[string]os.FileMode{}
+	if target.meta == nil {
+		for _, w := range p.write {
+			if fi, err := os.Lstat(filepath.Join(s.WorkTree, w)); err == nil && fi.Mode().IsRegular() {
+				oldPerms[w] = fi.Mode().Perm()
+			}
+		}
+	}
+	if err := s.checkout(ctx, entries, p.write); err != nil {
+		return err
+	}
+	for _, d := range p.mkdir {
+		if err := os.MkdirAll(filepath.Join(s.WorkTree, d), 0o700); err != nil {
+			return fmt.Errorf("restore directory %s: %w", d, err)
+		}
+	}
+	return s.setPerms(entries, p, target, cur, targetDirs, oldPerms, files)
+}
+
+// checkout writes paths from a scratch index holding only them (checkout-index
+// writes from an index; a whole tree's would cost a full index write), then
+// checks each is there.
+func (s *Store) checkout(ctx context.Context, entries map[string]string, write []string) error {
 	if len(write) == 0 {
 		return nil
 	}
-	// git records only whether a file is executable: a file rewritten in place
-	// keeps its other permission bits (a 0600 secret stays 0600).
-	perms := map[string]os.FileMode{}
-	for _, p := range write {
-		if fi, err := os.Lstat(filepath.Join(s.WorkTree, p)); err == nil && fi.Mode().IsRegular() {
-			perms[p] = fi.Mode().Perm()
-		}
-	}
-	defer func() {
-		for p, old := range perms {
-			full := filepath.Join(s.WorkTree, p)
-			if fi, err := os.Lstat(full); err == nil && fi.Mode().IsRegular() {
-				if want := old&^0o111 | fi.Mode().Perm()&0o111; want != fi.Mode().Perm() {
-					os.Chmod(full, want)
-				}
-			}
-		}
-	}()
-	// A scratch index holding only the files to write: checkout-index writes
-	// from an index, and a whole tree's would cost a full index write.
 	g := s.git()
 	g.IndexFile = s.restoreIndex()
 	os.Remove(g.IndexFile) // a leftover of a restore killed here; the store lock is held
 	defer os.Remove(g.IndexFile)
 	var info bytes.Buffer
-	for _, p := range write {
-		e, ok := entries[p]
+	for _, w := range write {
+		e, ok := entries[w]
 		if !ok {
-			return fmt.Errorf("restore: %s is not in the checkpoint", p)
+			return fmt.Errorf("restore: %s is not in the checkpoint", w)
 		}
 		info.WriteString(e)
 		info.WriteByte(0)
@@ -397,8 +538,112 @@ func (s *Store) apply(ctx context.Context, entries map[string]string, remove, wr
 	if _, err := g.RunInput(ctx, &info, "update-index", "--add", "-z", "--index-info"); err != nil {
 		return err
 	}
-	_, err := g.RunInput(ctx, nulJoin(write), "checkout-index", "--force", "-z", "--stdin")
-	return err
+	if _, err := g.RunInput(ctx, nulJoin(write), "checkout-index", "--force", "-z", "--stdin"); err != nil {
+		return err
+	}
+	for _, w := range write {
+		fi, err := os.Lstat(filepath.Join(s.WorkTree, w))
+		symlink := strings.HasPrefix(entries[w], "120000 ")
+		if err != nil || fi.IsDir() || (fi.Mode()&os.ModeSymlink != 0) != symlink {
+			why := "it is not there afterwards"
+			if err != nil && !os.IsNotExist(err) {
+				why = errText(err)
+			}
+			return fmt.Errorf("restore could not write %s: %s", w, why)
+		}
+	}
+	return nil
+}
+
+// setPerms gives files and directories the permission bits the checkpoint
+// recorded: every file written, every file whose bits differ between now and
+// then, every directory of the checkpoint.
+func (s *Store) setPerms(entries map[string]string, p *restorePlan, target *Checkpoint, cur *capture, targetDirs map[string]bool, oldPerms map[string]os.FileMode, files []string) error {
+	chmod := func(rel string, want os.FileMode, isDir bool) error {
+		full := filepath.Join(s.WorkTree, rel)
+		fi, err := os.Lstat(full)
+		if err != nil || fi.IsDir() != isDir || fi.Mode()&os.ModeSymlink != 0 || (!isDir && !fi.Mode().IsRegular()) {
+			return nil
+		}
+		if fi.Mode().Perm() == want {
+			return nil
+		}
+		if err := os.Chmod(full, want); err != nil {
+			return fmt.Errorf("restore the permissions of %s: %w", rel, err)
+		}
+		return nil
+	}
+	if target.meta == nil {
+		for w, old := range oldPerms {
+			fi, err := os.Lstat(filepath.Join(s.WorkTree, w))
+			if err == nil && fi.Mode().IsRegular() {
+				if err := chmod(w, old&^0o111|fi.Mode().Perm()&0o111, false); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	tm := target.meta
+	exec := func(e string) bool { return strings.HasPrefix(e, "100755 ") }
+	regular := func(e string) bool { return strings.HasPrefix(e, "100") }
+	seen := map[string]bool{}
+	for _, w := range p.write {
+		seen[w] = true
+		if e := entries[w]; regular(e) {
+			if err := chmod(w, tm.filePerm(w, exec(e)), false); err != nil {
+				return err
+			}
+		}
+	}
+	// Unchanged files: the two records tell which bits differ.
+	var check []string
+	if cur.meta == nil || cur.meta.base != tm.base {
+		for e := range entries {
+			check = append(check, e)
+		}
+	} else {
+		for k := range tm.perms {
+			check = append(check, k)
+		}
+		for k := range cur.meta.perms {
+			check = append(check, k)
+		}
+	}
+	for _, c := range check {
+		if seen[c] || strings.HasSuffix(c, "/") {
+			continue
+		}
+		seen[c] = true
+		e, ok := entries[c]
+		if !ok || !regular(e) || (cur.meta != nil && cur.meta.filePerm(c, exec(e)) == tm.filePerm(c, exec(e))) {
+			continue
+		}
+		if err := chmod(c, tm.filePerm(c, exec(e)), false); err != nil {
+			return err
+		}
+	}
+	var dirs []string
+	for d := range targetDirs {
+		if underAny(d, files) {
+			dirs = append(dirs, d)
+		}
+	}
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		if err := chmod(d, tm.dirPerm(d), true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func literal(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = ":(literal)" + p
+	}
+	return out
 }
 
 // inside checks that a path from a tree stays inside the work tree: no parent

@@ -78,9 +78,9 @@ func TestRestoreDirToFileWithIgnored(t *testing.T) {
 	}
 }
 
-// A file re-created after .gitignore started ignoring it is overwritten without
-// a copy in the safety checkpoint.
-func TestRestoreIgnoredOverwritten(t *testing.T) {
+// A file the checkpoint holds but that is ignored now is never overwritten: a
+// restore touches only what the rule holds now.
+func TestRestoreIgnoredNotOverwritten(t *testing.T) {
 	ctx := context.Background()
 	s, wt := newStore(t)
 	mustWrite(t, filepath.Join(wt, "conf.local"), "v1\n")
@@ -97,10 +97,11 @@ func TestRestoreIgnoredOverwritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, _ := s.git().Run(ctx, "ls-tree", "-r", "--name-only", r.Safety.Tree)
-	if !strings.Contains(string(out), "conf.local") {
-		data, _ := os.ReadFile(filepath.Join(wt, "conf.local"))
-		t.Errorf("conf.local overwritten (now %q) and the safety checkpoint lacks its previous content", data)
+	if data, _ := os.ReadFile(filepath.Join(wt, "conf.local")); string(data) != "user secret v2\n" {
+		t.Errorf("conf.local, ignored now, was overwritten: %q", data)
+	}
+	if len(r.Kept) != 1 || r.Kept[0].Path != "conf.local" {
+		t.Errorf("kept = %v, want conf.local named", r.Kept)
 	}
 }
 
@@ -200,8 +201,8 @@ func TestRestoreDirBecomesSymlink(t *testing.T) {
 	}
 }
 
-// The root .gitignore must apply inside a nested repository: an ignored file
-// there is never captured, so never removed by a restore.
+// A restore never deletes a file the checkpoint's own rules ignore: when the
+// checkpoint was taken, n/ was a plain directory under the root's .gitignore.
 func TestRestoreNestedIgnoredRemoved(t *testing.T) {
 	ctx := context.Background()
 	s, wt := newStore(t)
@@ -216,6 +217,6 @@ func TestRestoreNestedIgnoredRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(wt, "n", "build.log")); err != nil {
-		t.Errorf("n/build.log, ignored by the root .gitignore, was removed by the restore")
+		t.Errorf("n/build.log, ignored by the checkpoint's rules, was removed by the restore")
 	}
 }

@@ -2,6 +2,7 @@ package gitexec
 
 import (
 	"context"
+	"io"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,17 +25,22 @@ var ErrRefused = errors.New("refused: the project repository is read-only for re
 var readOnly = map[string]bool{
 	"rev-parse": true, "branch": true, "log": true, "show": true, "cat-file": true,
 	"ls-tree": true, "ls-files": true, "rev-list": true, "for-each-ref": true,
-	"diff-tree": true, "archive": true,
+	"diff-tree": true, "archive": true, "check-ignore": true,
 }
 
 // Run runs a read-only git subcommand in the project and returns its stdout.
 func (p Project) Run(ctx context.Context, args ...string) ([]byte, error) {
+	return p.RunInput(ctx, nil, args...)
+}
+
+// RunInput is Run with stdin (check-ignore --stdin reads its paths there).
+func (p Project) RunInput(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
 	if err := checkReadOnly(args); err != nil {
 		return nil, err
 	}
 	env := scrubbedEnv("GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
 	full := append([]string{"-c", "core.fsmonitor=false", "--no-pager"}, args...)
-	return output(ctx, p.Dir, env, nil, full)
+	return output(ctx, p.Dir, env, stdin, full)
 }
 
 func checkReadOnly(args []string) error {

@@ -1,0 +1,322 @@
+package checkpoint
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// meta is what a checkpoint holds that a git tree cannot: permission bits
+// beyond git's one executable bit, and directories that hold no file. It is
+// kept in the checkpoint's commit message, as trailers:
+//
+//	Rewind-Perms: 0644 0755 0755     the usual bits of files, executables, directories
+//	Rewind-Perm: 0600 "secret"       a file or (ending in "/") directory with others
+//	Rewind-Dir: "out"                a directory that holds no file of the checkpoint
+//	Rewind-Repo: "vendor/lib"        a nested repository (its own ignore rules applied)
+//
+// A checkpoint without Rewind-Perms (an older one, or one crucible's procedure
+// took) has no meta: a restore then keeps the permission bits it finds.
+type meta struct {
+	base  [3]os.FileMode         // files, executables, directories
+	perms map[string]os.FileMode // the exceptions; a directory's path ends in "/"
+	dirs  []string               // directories holding no file of the checkpoint
+	repos []string               // nested repositories' roots
+}
+
+func (m *meta) filePerm(p string, exec bool) os.FileMode {
+	if perm, ok := m.perms[p]; ok {
+		return perm
+	}
+	if exec {
+		return m.base[1]
+	}
+	return m.base[0]
+}
+
+func (m *meta) dirPerm(d string) os.FileMode {
+	if perm, ok := m.perms[d+"/"]; ok {
+		return perm
+	}
+	return m.base[2]
+}
+
+// sameMeta reports whether two checkpoints record the same meta.
+func sameMeta(a, b *meta) bool {
+	return strings.Join(a.trailers(), "\n") == strings.Join(b.trailers(), "\n")
+}
+
+// trailers renders the meta as commit message trailers.
+func (m *meta) trailers() []string {
+	if m == nil {
+		return nil
+	}
+	out := []string{fmt.Sprintf("Rewind-Perms: %04o %04o %04o", m.base[0], m.base[1], m.base[2])}
+	keys := make([]string, 0, len(m.perms))
+	for k := range m.perms {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("Rewind-Perm: %04o %s", m.perms[k], strconv.Quote(k)))
+	}
+	for _, d := range m.dirs {
+		out = append(out, "Rewind-Dir: "+strconv.Quote(d))
+	}
+	for _, r := range m.repos {
+		out = append(out, "Rewind-Repo: "+strconv.Quote(r))
+	}
+	return out
+}
+
+// parseMetaTrailer reads one trailer into m (creating it on Rewind-Perms),
+// and reports whether the key was a meta key.
+func parseMetaTrailer(m **meta, key, value string) bool {
+	switch key {
+	case "Rewind-Perms":
+		f := strings.Fields(value)
+		if len(f) != 3 {
+			return true
+		}
+		nm := &meta{perms: map[string]os.FileMode{}}
+		for i := range f {
+			v, err := strconv.ParseUint(f[i], 8, 32)
+			if err != nil {
+				return true
+			}
+			nm.base[i] = os.FileMode(v) & os.ModePerm
+		}
+		if *m != nil {
+			nm.perms, nm.dirs, nm.repos = (*m).perms, (*m).dirs, (*m).repos
+		}
+		*m = nm
+	case "Rewind-Perm":
+		perm, rest, ok := strings.Cut(value, " ")
+		v, err := strconv.ParseUint(perm, 8, 32)
+		p, qerr := strconv.Unquote(rest)
+		if !ok || err != nil || qerr != nil {
+			return true
+		}
+		if *m == nil {
+			*m = &meta{perms: map[string]os.FileMode{}}
+		}
+		(*m).perms[p] = os.FileMode(v) & os.ModePerm
+	case "Rewind-Dir", "Rewind-Repo":
+		if p, err := strconv.Unquote(value); err == nil {
+			if *m == nil {
+				*m = &meta{perms: map[string]os.FileMode{}}
+			}
+			if key == "Rewind-Dir" {
+				(*m).dirs = append((*m).dirs, p)
+			} else {
+				(*m).repos = append((*m).repos, p)
+			}
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// buildMeta records the permission bits of the kept files and of every
+// directory above them, and the directories that hold none of them (found by
+// reading each such directory: a subdirectory that holds no kept file and
+// that the rule does not ignore is recorded, and read in turn).
+func (s *Store) buildMeta(ctx context.Context, h *held, kept []verdict) (*meta, []Skipped, error) {
+	m := &meta{perms: map[string]os.FileMode{}}
+	filePerms := map[string]os.FileMode{}
+	dirs := map[string]bool{"": true}
+	for _, v := range kept {
+		if v.regular {
+			filePerms[v.path] = v.perm
+		}
+		for d := path.Dir(v.path); d != "."; d = path.Dir(d) {
+			if dirs[d] {
+				break
+			}
+			dirs[d] = true
+		}
+	}
+	var skipped []Skipped
+	// Directories without a kept file, level by level.
+	var empty []string
+	level := sortedKeys(dirs)
+	for len(level) > 0 {
+		var candidates []string
+		for _, d := range level {
+			entries, err := os.ReadDir(filepath.Join(s.WorkTree, d))
+			if err != nil {
+				if !os.IsNotExist(err) {
+					skipped = append(skipped, Skipped{Path: d + "/", Why: "its directory cannot be read: " + errText(err)})
+				}
+				continue
+			}
+			for _, e := range entries {
+				sub := e.Name()
+				if d != "" {
+					sub = d + "/" + sub
+				}
+				if e.IsDir() && !dirs[sub] && e.Name() != ".git" && !hasGitComponent(sub) {
+					candidates = append(candidates, sub)
+				}
+			}
+		}
+		var next []string
+		if len(candidates) > 0 {
+			ignored, err := s.ignoredNow(ctx, h, candidates, true)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, c := range candidates {
+				if !ignored[c] {
+					dirs[c] = true
+					empty = append(empty, c)
+					next = append(next, c)
+				}
+			}
+		}
+		level = next
+	}
+	sort.Strings(empty)
+	m.dirs = empty
+	for _, r := range h.repos {
+		if r != "" {
+			m.repos = append(m.repos, r)
+		}
+	}
+	sort.Strings(m.repos)
+	dirPerms := map[string]os.FileMode{}
+	for d := range dirs {
+		if fi, err := os.Lstat(filepath.Join(s.WorkTree, d)); err == nil && fi.IsDir() {
+			dirPerms[d] = fi.Mode().Perm()
+		}
+	}
+	// The usual bits are the commonest ones, so that most checkpoints record
+	// no exception at all.
+	m.base = [3]os.FileMode{0o644, 0o755, 0o755}
+	counts := [3]map[os.FileMode]int{{}, {}, {}}
+	for _, perm := range filePerms {
+		counts[execIndex(perm)][perm]++
+	}
+	for _, perm := range dirPerms {
+		counts[2][perm]++
+	}
+	for i := range counts {
+		best := 0
+		for perm, n := range counts[i] {
+			if n > best || (n == best && perm < m.base[i]) {
+				m.base[i], best = perm, n
+			}
+		}
+	}
+	for p, perm := range filePerms {
+		if perm != m.base[execIndex(perm)] {
+			m.perms[p] = perm
+		}
+	}
+	for d, perm := range dirPerms {
+		if d != "" && perm != m.base[2] {
+			m.perms[d+"/"] = perm
+		}
+	}
+	return m, skipped, nil
+}
+
+// execIndex is 1 for bits git records as executable (the owner's x), else 0.
+func execIndex(perm os.FileMode) int {
+	if perm&0o100 != 0 {
+		return 1
+	}
+	return 0
+}
+
+func errText(err error) string {
+	var pe *os.PathError
+	if e, ok := err.(*os.PathError); ok {
+		pe = e
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// readBlobs reads the contents of blobs, in order, with one cat-file.
+func (s *Store) readBlobs(ctx context.Context, ids []string) ([][]byte, error) {
+	var in bytes.Buffer
+	for _, id := range ids {
+		in.WriteString(id + "\n")
+	}
+	out, err := s.git().RunInput(ctx, &in, "cat-file", "--batch")
+	if err != nil {
+		return nil, err
+	}
+	r := bufio.NewReader(bytes.NewReader(out))
+	blobs := make([][]byte, 0, len(ids))
+	for range ids {
+		header, err := r.ReadString('\n')
+		if err != nil {
+			return nil, fmt.Errorf("cat-file: %w", err)
+		}
+		f := strings.Fields(header)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("cat-file: %s", strings.TrimSpace(header))
+		}
+		n, err := strconv.Atoi(f[2])
+		if err != nil {
+			return nil, fmt.Errorf("cat-file: %s", strings.TrimSpace(header))
+		}
+		data := make([]byte, n+1)
+		if _, err := io.ReadFull(r, data); err != nil {
+			return nil, fmt.Errorf("cat-file: %w", err)
+		}
+		blobs = append(blobs, data[:n])
+	}
+	return blobs, nil
+}
+
+// checkReadable reads every object a restore will write, before it writes
+// anything: a damaged store must fail the restore before the first change,
+// never halfway through it.
+func (s *Store) checkReadable(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	list := strings.Join(ids, "\n") + "\n"
+	out, err := s.git().RunInput(ctx, strings.NewReader(list), "cat-file", "--batch-check")
+	if err == nil {
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.HasSuffix(line, " missing") {
+				err = fmt.Errorf("object %s is missing", strings.TrimSuffix(line, " missing"))
+				break
+			}
+		}
+	}
+	if err == nil {
+		// Reading every object whole finds one that is damaged.
+		err = s.git().Stream(ctx, strings.NewReader(list), io.Discard, "cat-file", "--batch")
+	}
+	if err != nil {
+		return fmt.Errorf("the store cannot read what the checkpoint holds (nothing was changed): %w", err)
+	}
+	return nil
+}
+
+// openNoFollow flags: never through a symlink, never wait on a fifo.
+const syscallNoFollow = unix.O_NOFOLLOW | unix.O_NONBLOCK
+
+func readFull(r io.Reader, buf []byte) (int, error) {
+	n, err := io.ReadFull(r, buf)
+	if err == io.ErrUnexpectedEOF || err == io.EOF {
+		err = nil
+	}
+	return n, err
+}

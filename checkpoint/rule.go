@@ -1,0 +1,419 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"rewind/gitexec"
+)
+
+// This file is the rule of what a checkpoint holds and what a restore may
+// touch; capture and restore ask it and decide nothing of their own.
+//
+// A checkpoint holds every file the project itself holds, as the project's own
+// git sees it: every file its git tracks, whatever an ignore rule says, plus
+// every untracked file its git does not ignore (every ignore source git reads:
+// .gitignore at every level, an enclosing repository's included, .git/info/exclude,
+// core.excludesFile, ~/.config/git/ignore), minus the default excludes and the
+// work tree's .rewindignore (untracked files only), minus the store. Outside a
+// git repository only the work tree's .gitignore files count. A nested
+// repository is held by the same rule with its own tracking and ignores, as
+// plain files. A path's past in the store never matters.
+//
+// A restore writes and deletes only paths the checkpoint holds or would have
+// held had they existed: never a path ignored now, and never deletes one the
+// checkpoint's own rules (its .gitignore files and .rewindignore) ignore.
+
+// rewindIgnoreMax caps .rewindignore: it is read on every checkpoint.
+const rewindIgnoreMax = 1 << 20
+
+var defaultExcludes = parseIgnore([]byte(strings.Join(DefaultExcludes, "\n")))
+
+// held is the work tree as the rule sees it at one instant.
+type held struct {
+	paths   []string        // every path held (files and symlinks; classify judges them)
+	tracked map[string]bool // paths a project's git tracks
+	repos   []string        // roots of the repositories found, "" for the work tree's own
+	inRepo  bool            // the work tree is inside a git repository
+	ignore  ignorePatterns  // the work tree's .rewindignore
+	store   string          // the store's path relative to the work tree, when inside it
+	notes   []string        // what the user should know (a .rewindignore not read, the store inside)
+}
+
+// hold lists what a checkpoint of the work tree holds now.
+func (s *Store) hold(ctx context.Context) (*held, error) {
+	h := &held{tracked: map[string]bool{}}
+	h.ignore, h.notes = s.readRewindIgnore()
+	if rel, ok := s.insideWorkTree(s.Dir); ok {
+		h.store = rel
+		h.notes = append(h.notes, fmt.Sprintf("the store %s is inside the work tree; it is never captured nor touched by a restore", rel))
+	}
+	_, err := gitexec.Project{Dir: s.WorkTree}.Run(ctx, "rev-parse", "--is-inside-work-tree")
+	h.inRepo = err == nil
+	queue := []string{""}
+	for len(queue) > 0 {
+		root := queue[0]
+		queue = queue[1:]
+		h.repos = append(h.repos, root)
+		entries, err := s.listRepo(ctx, h, root)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			switch {
+			case e.repo:
+				queue = append(queue, e.path)
+			case h.excludedByRewind(e.path, false) && !e.tracked:
+			default:
+				if e.tracked {
+					h.tracked[e.path] = true
+				}
+				h.paths = append(h.paths, e.path)
+			}
+		}
+	}
+	h.paths = dedupe(h.paths)
+	return h, nil
+}
+
+type listed struct {
+	path    string
+	tracked bool
+	repo    bool // a nested repository's root: listed by its own rules
+}
+
+// listRepo lists one repository's files (the work tree's own when root is ""
+// and the work tree is not in a repository: a plain listing with its
+// .gitignore files only), relative to the work tree.
+func (s *Store) listRepo(ctx context.Context, h *held, root string) ([]listed, error) {
+	args := []string{"ls-files", "-z", "-t", "-s", "--cached", "--others"}
+	for _, p := range DefaultExcludes {
+		// Command-line excludes come before every ignore file: an allow-list
+		// .gitignore ("*", "!*/") cannot bring node_modules/ back, and git
+		// never walks into them.
+		args = append(args, "--exclude="+p)
+	}
+	if h.store != "" && (root == "" || strings.HasPrefix(h.store, root+"/")) {
+		args = append(args, "--exclude=/"+escapeGlob(strings.TrimPrefix(strings.TrimPrefix(h.store, root), "/"))+"/")
+	}
+	var out []byte
+	var err error
+	if root == "" && !h.inRepo {
+		// No repository: the work tree's .gitignore files, read through the
+		// store's git with an empty scratch index (nothing of the store's
+		// past can leak in).
+		g := s.git()
+		g.IndexFile = filepath.Join(s.Dir, "rewind-list-index")
+		os.Remove(g.IndexFile)
+		out, err = g.Run(ctx, append(args, "--exclude-per-directory=.gitignore")...)
+	} else {
+		out, err = gitexec.Project{Dir: filepath.Join(s.WorkTree, root)}.Run(ctx, append(args, "--exclude-standard")...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	prefix := ""
+	if root != "" {
+		prefix = root + "/"
+	}
+	var entries []listed
+	for _, rec := range splitNul(out) {
+		// "? path", or "H <mode> <id> <stage>\t<path>" for a tracked one
+		tag, rest, ok := strings.Cut(rec, " ")
+		if !ok {
+			continue
+		}
+		if tag == "?" {
+			if strings.HasSuffix(rest, "/") {
+				entries = append(entries, listed{path: prefix + strings.TrimSuffix(rest, "/"), repo: true})
+			} else {
+				entries = append(entries, listed{path: prefix + rest})
+			}
+			continue
+		}
+		meta, p, ok := strings.Cut(rest, "\t")
+		if !ok {
+			continue
+		}
+		if strings.HasPrefix(meta, "160000 ") {
+			// A submodule: its files by its own rules, when it is checked out.
+			if fi, err := os.Stat(filepath.Join(s.WorkTree, prefix+p, ".git")); err == nil && fi != nil {
+				entries = append(entries, listed{path: prefix + p, repo: true})
+			}
+			continue
+		}
+		entries = append(entries, listed{path: prefix + p, tracked: true})
+	}
+	if h.store != "" {
+		kept := entries[:0]
+		for _, e := range entries {
+			if !within(e.path, h.store) {
+				kept = append(kept, e)
+			}
+		}
+		entries = kept
+	}
+	return entries, nil
+}
+
+// excludedByRewind reports whether the default excludes or .rewindignore
+// exclude an untracked path.
+func (h *held) excludedByRewind(p string, isDir bool) bool {
+	return defaultExcludes.excluded(p, isDir) || h.ignore.excluded(p, isDir) || (h.store != "" && within(p, h.store))
+}
+
+// repoOf is the root of the innermost repository holding p.
+func (h *held) repoOf(p string) string {
+	best := ""
+	for _, r := range h.repos {
+		if r != "" && within(p, r) && len(r) > len(best) {
+			best = r
+		}
+	}
+	return best
+}
+
+// ignoredNow reports which of paths (none of them held now; all files, or all
+// directories) the rule ignores now: untracked and matched by an ignore source
+// of their repository, a default exclude or .rewindignore. A restore never
+// writes those. (git judges a path that exists by its type on disk, one that
+// does not as a file.)
+func (s *Store) ignoredNow(ctx context.Context, h *held, paths []string, isDir bool) (map[string]bool, error) {
+	ignored := map[string]bool{}
+	byRepo := map[string][]string{}
+	for _, p := range paths {
+		switch {
+		case h.tracked[p]:
+		case h.excludedByRewind(p, isDir) || hasGitComponent(p):
+			ignored[p] = true
+		default:
+			r := h.repoOf(p)
+			byRepo[r] = append(byRepo[r], p)
+		}
+	}
+	for root, ps := range byRepo {
+		prefix := ""
+		if root != "" {
+			prefix = root + "/"
+		}
+		var in bytes.Buffer
+		for _, p := range ps {
+			in.WriteString(strings.TrimPrefix(p, prefix))
+			in.WriteByte(0)
+		}
+		var out []byte
+		var err error
+		if root == "" && !h.inRepo {
+			g := s.git()
+			g.IndexFile = filepath.Join(s.Dir, "rewind-list-index")
+			os.Remove(g.IndexFile)
+			out, err = g.RunInput(ctx, &in, "check-ignore", "--no-index", "-z", "--stdin")
+		} else {
+			out, err = gitexec.Project{Dir: filepath.Join(s.WorkTree, root)}.RunInput(ctx, &in, "check-ignore", "-z", "--stdin")
+		}
+		if err != nil && !exitedWith(err, 1) { // 1: none of them is ignored
+			return nil, err
+		}
+		for _, p := range splitNul(out) {
+			ignored[prefix+p] = true
+		}
+	}
+	return ignored, nil
+}
+
+func exitedWith(err error, code int) bool {
+	ge, ok := err.(*gitexec.Error)
+	return ok && ge.ExitCode == code
+}
+
+// readRewindIgnore reads the work tree's .rewindignore: a regular file only
+// (never through a symlink, never a fifo or device), up to rewindIgnoreMax.
+func (s *Store) readRewindIgnore() (ignorePatterns, []string) {
+	full := filepath.Join(s.WorkTree, ".rewindignore")
+	fi, err := os.Lstat(full)
+	switch {
+	case err != nil:
+		return nil, nil
+	case !fi.Mode().IsRegular():
+		return nil, []string{fmt.Sprintf(".rewindignore is not a regular file (%s); it is not read", fi.Mode().Type())}
+	case fi.Size() > rewindIgnoreMax:
+		return nil, []string{fmt.Sprintf(".rewindignore is over %d bytes; it is not read", rewindIgnoreMax)}
+	}
+	f, err := os.OpenFile(full, os.O_RDONLY|syscallNoFollow, 0)
+	if err != nil {
+		return nil, []string{fmt.Sprintf(".rewindignore cannot be read: %v", err)}
+	}
+	defer f.Close()
+	data := make([]byte, rewindIgnoreMax+1)
+	n, _ := readFull(f, data)
+	if n > rewindIgnoreMax {
+		return nil, []string{fmt.Sprintf(".rewindignore is over %d bytes; it is not read", rewindIgnoreMax)}
+	}
+	return parseIgnore(data[:n]), nil
+}
+
+// insideWorkTree returns dir relative to the work tree when it lies inside it.
+func (s *Store) insideWorkTree(dir string) (string, bool) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", false
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = r
+	} else if r, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(r, filepath.Base(abs))
+	}
+	rel, err := filepath.Rel(s.WorkTree, abs)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// within reports whether p is dir or lies below it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// escapeGlob makes a path a literal gitignore pattern.
+func escapeGlob(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if isGlobSpecial(p[i]) || p[i] == '!' || p[i] == '#' || p[i] == ' ' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
+}
+
+// targetRules are the ignore rules a checkpoint had: its own .gitignore files
+// and .rewindignore, read from its tree, with the repositories of now.
+type targetRules struct {
+	gitignore map[string]ignorePatterns // directory ("" for the root) -> its .gitignore
+	rewind    ignorePatterns
+	repos     []string
+}
+
+// rulesOf reads the ignore files a checkpoint's tree holds, with the
+// repositories it recorded (those of now for a checkpoint that recorded none).
+func (s *Store) rulesOf(ctx context.Context, c *Checkpoint, h *held) (*targetRules, error) {
+	r := &targetRules{gitignore: map[string]ignorePatterns{}, repos: h.repos}
+	if c.meta != nil {
+		r.repos = c.meta.repos
+	}
+	out, err := s.git().Run(ctx, "ls-tree", "-r", "-z", "--full-tree", c.Tree)
+	if err != nil {
+		return nil, err
+	}
+	var ids, names []string
+	for _, rec := range splitNul(out) {
+		meta, p, ok := strings.Cut(rec, "\t")
+		f := strings.Fields(meta)
+		if !ok || len(f) != 3 || f[1] != "blob" || f[0] == "120000" {
+			continue
+		}
+		if path.Base(p) == ".gitignore" || p == ".rewindignore" {
+			ids = append(ids, f[2])
+			names = append(names, p)
+		}
+	}
+	if len(ids) == 0 {
+		return r, nil
+	}
+	blobs, err := s.readBlobs(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range names {
+		if p == ".rewindignore" {
+			if len(blobs[i]) <= rewindIgnoreMax {
+				r.rewind = parseIgnore(blobs[i])
+			}
+			continue
+		}
+		dir := path.Dir(p)
+		if dir == "." {
+			dir = ""
+		}
+		r.gitignore[dir] = parseIgnore(blobs[i])
+	}
+	return r, nil
+}
+
+// ignores reports whether the checkpoint's rules ignore p: its default
+// excludes, its .rewindignore, or the .gitignore files of p's repository,
+// matched level by level as git does (a deeper file wins; below an excluded
+// directory everything is excluded).
+func (r *targetRules) ignores(p string) bool {
+	if defaultExcludes.excluded(p, false) || r.rewind.excluded(p, false) {
+		return true
+	}
+	root := ""
+	for _, repo := range r.repos {
+		if repo != "" && within(p, repo) && len(repo) > len(root) {
+			root = repo
+		}
+	}
+	type level struct {
+		base string
+		ps   ignorePatterns
+	}
+	rel := p
+	if root != "" {
+		rel = strings.TrimPrefix(p, root+"/")
+	}
+	join := func(d string) string {
+		if root == "" {
+			return d
+		}
+		if d == "" {
+			return root
+		}
+		return root + "/" + d
+	}
+	stack := []level{{"", r.gitignore[join("")]}}
+	decide := func(q string, isDir bool) (excluded, matched bool) {
+		for i := len(stack) - 1; i >= 0; i-- {
+			l := stack[i]
+			sub := q
+			if l.base != "" {
+				sub = strings.TrimPrefix(q, l.base+"/")
+			}
+			if ex, ok := l.ps.lastMatch(sub, isDir); ok {
+				return ex, true
+			}
+		}
+		return false, false
+	}
+	for i := 0; i < len(rel); i++ {
+		if rel[i] != '/' {
+			continue
+		}
+		d := rel[:i]
+		if ex, _ := decide(d, true); ex {
+			return true
+		}
+		stack = append(stack, level{d, r.gitignore[join(d)]})
+	}
+	ex, _ := decide(rel, false)
+	return ex
+}
+
+// sortedKeys returns a set's members in order.
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		if v {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
