@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -81,16 +80,6 @@ func FuzzOutputPaths(f *testing.F) {
 	})
 }
 
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestOutputEvidence(t *testing.T) {
 	reviewer := func(seq int) Attempt {
 		return Attempt{Seq: seq, File: strconv.Itoa(seq) + "-plan-reviewer.md", Role: "plan-reviewer", Status: "completed"}
@@ -99,7 +88,7 @@ func TestOutputEvidence(t *testing.T) {
 	// A run with a receipt ledger: an entry verifies its dispatch, a dispatch
 	// without one fails.
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, ReceiptLedger),
+	write(t, filepath.Join(dir, ReceiptLedger),
 		`{"dispatch_id":"2-plan-reviewer","phase":"build:2/1","rcpt_sha256":"ab","verdict":"PASS"}`+"\n")
 	v := &Verification{Kinds: DefaultRoleKinds(), ResultDirs: []string{dir}}
 	if f := v.Verify(Dispatch{}, reviewer(2)); !f.OK || f.Detail != "receipt-ledger entry 2-plan-reviewer (verdict PASS)" {
@@ -113,12 +102,12 @@ func TestOutputEvidence(t *testing.T) {
 	}
 
 	// An output file the dispatch file names, written after the dispatch.
-	writeFile(t, filepath.Join(dir, "3-plan-reviewer.md"), "# Dispatch: plan-reviewer\n\n---\nWrite your review to `review-3.md`.\n")
+	write(t, filepath.Join(dir, "3-plan-reviewer.md"), "# Dispatch: plan-reviewer\n\n---\nWrite your review to `review-3.md`.\n")
 	work := t.TempDir()
 	v = &Verification{Kinds: DefaultRoleKinds(), ResultDirs: []string{dir}, WorkTree: work}
 	a := reviewer(3)
 	a.Time = time.Now().Add(-time.Minute)
-	writeFile(t, filepath.Join(work, "review-3.md"), "looks good")
+	write(t, filepath.Join(work, "review-3.md"), "looks good")
 	if f := v.Verify(Dispatch{}, a); !f.OK || f.Detail != "output file review-3.md named by the dispatch file present" {
 		t.Errorf("named output: %+v", f)
 	}
@@ -130,7 +119,7 @@ func TestOutputEvidence(t *testing.T) {
 	// A run with no result files and no ledger entries at all: output roles
 	// are taken on their manifest status, and listed.
 	bare := t.TempDir()
-	writeFile(t, filepath.Join(bare, ReceiptLedger), "")
+	write(t, filepath.Join(bare, ReceiptLedger), "")
 	v = &Verification{Kinds: DefaultRoleKinds(), ResultDirs: []string{bare, filepath.Join(bare, "missing")}}
 	for _, seq := range []int{1, 4} {
 		if f := v.Verify(Dispatch{}, reviewer(seq)); !f.OK || !strings.Contains(f.Detail, "accepted on its manifest status") {
@@ -142,7 +131,7 @@ func TestOutputEvidence(t *testing.T) {
 	}
 
 	// One result file in the run makes a missing one count against its dispatch.
-	writeFile(t, filepath.Join(bare, "1-plan-reviewer-result.md"), "ok")
+	write(t, filepath.Join(bare, "1-plan-reviewer-result.md"), "ok")
 	v = &Verification{Kinds: DefaultRoleKinds(), ResultDirs: []string{bare}}
 	if f := v.Verify(Dispatch{}, reviewer(1)); !f.OK {
 		t.Errorf("result file: %+v", f)
