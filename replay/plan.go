@@ -23,8 +23,8 @@ type Attempt struct {
 	// ReplaySession is the replay session that dispatched this attempt ("" for
 	// the original run).
 	ReplaySession string
-	Time      time.Time // when it was dispatched (for an inferred time: the earliest it can be)
-	TimeFrom  string    // "header", "mtime", "inferred" or "" (unknown)
+	Time          time.Time // when it was dispatched (for an inferred time: the earliest it can be)
+	TimeFrom      string    // "header", "mtime", "inferred" or "" (unknown)
 
 	// TimeMax is the latest the dispatch can have been sent: Time when known; for
 	// an inferred time, the next known time (zero: unbounded).
