@@ -43,17 +43,20 @@ func LoadState(scratch string, handoffDirs []string, modeFile string) (State, []
 			st.Sources = append(st.Sources, status)
 		}
 	}
-	if data, err := os.ReadFile(modeFile); err == nil {
+	switch data, err := os.ReadFile(modeFile); {
+	case modeFile == "":
+		// Not a build pipeline: the build mode file is none of its state.
+	case err == nil:
 		mode, sha := parseModeFile(string(data))
 		if st.Mode == "" {
 			st.Mode = mode
 		}
 		st.Baseline = sha
 		st.Sources = append(st.Sources, modeFile)
-	} else if st.Mode == "" {
+	case st.Mode == "":
 		warnings = append(warnings, fmt.Sprintf("build mode file %s is missing; assuming feature mode", modeFile))
 	}
-	if st.Mode == "" {
+	if st.Mode == "" && modeFile != "" {
 		st.Mode = "feature"
 	}
 	if st.Goal == "" {

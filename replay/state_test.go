@@ -187,3 +187,14 @@ func TestNewestHandoffNames(t *testing.T) {
 		t.Errorf("a handoff in an empty directory")
 	}
 }
+
+// A pipeline without a build mode (modeFile "") has no mode and no warning
+// about the mode file.
+func TestLoadStateWithoutModeFile(t *testing.T) {
+	scratch := t.TempDir()
+	write(t, filepath.Join(scratch, "handoff-0-to-1.md"), "**Goal:** fix the parser\n")
+	st, warnings := LoadState(scratch, nil, "")
+	if st.Mode != "" || st.Goal != "fix the parser" || len(warnings) != 0 {
+		t.Errorf("%+v %q", st, warnings)
+	}
+}

@@ -338,7 +338,12 @@ func replayRun(c *cli.Context) error {
 		// The debugging skill keeps its handoff manifests in its own scratch directory.
 		handoffDirs = append(handoffDirs, filepath.Join(tmpDir(), "crucible-debug-"+id))
 	}
-	st, warnings := replay.LoadState(src.scratch, handoffDirs, filepath.Join(tmpDir(), "crucible-build-mode.md"))
+	// The build mode file is the build skill's (an unknown skill may be build).
+	modeFile := ""
+	if report.Skill == "" || report.Skill == "build" {
+		modeFile = filepath.Join(tmpDir(), "crucible-build-mode.md")
+	}
+	st, warnings := replay.LoadState(src.scratch, handoffDirs, modeFile)
 	for _, w := range warnings {
 		o.warnf("%s", w)
 	}
