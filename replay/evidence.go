@@ -200,14 +200,16 @@ var (
 // OutputPaths lists the output files a dispatch file names, in order of
 // appearance, without duplicates. Values holding template placeholders
 // ("<findings-root>/...", "[PATH]", "{{dir}}", "$DIR") are not paths yet and are
-// left out.
+// left out, as are values with spaces, backquotes or control characters (prose,
+// not a path).
 func OutputPaths(content string) []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(p string) {
 		p = strings.Trim(strings.TrimSpace(p), "`\"'")
 		p = strings.TrimRight(p, ".,;:)")
-		if p == "" || strings.ContainsAny(p, "<>[]{}$ \t") || seen[p] {
+		if p == "" || strings.ContainsAny(p, "<>[]{}$ `") || seen[p] ||
+			strings.IndexFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
 			return
 		}
 		seen[p] = true
