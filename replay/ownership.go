@@ -1,9 +1,6 @@
 package replay
 
-import (
-	"sort"
-	"time"
-)
+import "sort"
 
 // This file keeps one pipeline from taking another's state: the checkpoints
 // it may resume from, and the replay sessions still at work on its manifest.
@@ -34,18 +31,6 @@ func CheckpointsOf(cps []Checkpoint, skill string) (own, unsourced, foreign []Ch
 type InFlightSession struct {
 	Session  string
 	Attempts []Attempt // the in-flight attempts, in seq order
-}
-
-// Since is when the session's earliest in-flight dispatch was sent (zero when
-// unknown).
-func (s InFlightSession) Since() time.Time {
-	var t time.Time
-	for _, a := range s.Attempts {
-		if a.TimeFrom != "inferred" && !a.Time.IsZero() && (t.IsZero() || a.Time.Before(t)) {
-			t = a.Time
-		}
-	}
-	return t
 }
 
 // InFlightReplays lists the replay sessions other than current that still
