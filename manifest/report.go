@@ -30,6 +30,7 @@ func Check(ix *Index) *Report {
 	r := &Report{Source: ix.Source, Lines: ix.Lines, Entries: ix.Entries, Seqs: len(ix.slots),
 		MoreProblems: ix.MoreProblems}
 	r.Problems = append(r.Problems, ix.Problems...)
+	legacyReplayed(r.Problems)
 	extra := func(p Problem) {
 		if len(r.Problems) >= MaxProblems {
 			r.MoreProblems++
@@ -91,6 +92,25 @@ func Check(ix *Index) *Report {
 		}
 	}
 	return r
+}
+
+// LegacyReplayed is the status an older replay wrote on the entries it
+// re-dispatched, before replays used dispatched/completed with replay_of.
+const LegacyReplayed = "replayed"
+
+// legacyReplayed turns the unknown-status errors about LegacyReplayed into
+// warnings: the status is a terminal one an older replay wrote, not
+// corruption, and check must not fail on a manifest that carries it.
+func legacyReplayed(problems []Problem) {
+	for i := range problems {
+		p := &problems[i]
+		if p.Kind != "unknown_status" || p.Seq == nil ||
+			p.Msg != fmt.Sprintf("seq %d has an unknown status %s", *p.Seq, PyRepr(LegacyReplayed)) {
+			continue
+		}
+		p.Severity, p.Kind = SevWarning, "legacy_status"
+		p.Msg = fmt.Sprintf("seq %d has the legacy status %s an older replay wrote (read as finished)", *p.Seq, PyRepr(LegacyReplayed))
+	}
 }
 
 // Stats is the aggregation crucible's dispatch convention defines.

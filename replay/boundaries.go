@@ -23,10 +23,13 @@ var buildBoundaries = []struct {
 	{"pre-impl-gate", "4", false},
 }
 
-// otherBoundaryPrefixes are the boundary reasons of the other skills: build's
-// cleanup tasks, quality-gate fix rounds, debugging cycles, and pre-phase-<P>.
+// otherBoundaryPrefixes are the checkpoint reasons crucible's other skills
+// take (read from their SKILL.md files): build's cleanup tasks, quality-gate's
+// and siege's fix rounds (code artifacts only), debugging's fix cycles, its
+// "where else?" scan and its quality gate; and rewind's own pre-phase-<P>.
 var otherBoundaryPrefixes = []string{
-	"pre-cleanup-task-", "pre-qg-fix-round-", "pre-debug-fix-cycle-", "pre-where-else", "pre-debug-gate",
+	"pre-cleanup-task-", "pre-qg-fix-round-", "pre-siege-fix-round-",
+	"pre-debug-fix-cycle-", "pre-where-else", "pre-debug-gate",
 	"pre-phase-", // rewind's own, taken by replay --exec at a phase start no skill names
 }
 

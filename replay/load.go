@@ -26,6 +26,7 @@ func LoadAttempts(ix *manifest.Index, dirs []string, loc *time.Location) ([]Atte
 			Seq: int(seq), File: strField(e, "file"), Role: strField(e, "role"), Phase: phaseText(e["phase"]),
 			Task: intField(e, "task"), Status: strField(e, "status"), Duration: intField(e, "duration_s"),
 			Summary: strField(e, "summary"), ModelTier: strField(e, "model_tier"), ReplayOf: intField(e, "replay_of"),
+			ReplaySession: strField(e, "replay_session"),
 		}
 		a.Time, a.TimeFrom = dispatchTime(dirs, a.File, loc)
 		out = append(out, a)

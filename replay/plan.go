@@ -20,16 +20,26 @@ type Attempt struct {
 	Summary   string
 	ModelTier string
 	ReplayOf  *int
-	Time      time.Time // when it was dispatched (for an inferred time: the earliest it can be)
-	TimeFrom  string    // "header", "mtime", "inferred" or "" (unknown)
+	// ReplaySession is the replay session that dispatched this attempt ("" for
+	// the original run).
+	ReplaySession string
+	Time          time.Time // when it was dispatched (for an inferred time: the earliest it can be)
+	TimeFrom      string    // "header", "mtime", "inferred" or "" (unknown)
 
 	// TimeMax is the latest the dispatch can have been sent: Time when known; for
 	// an inferred time, the next known time (zero: unbounded).
 	TimeMax time.Time
 }
 
+// LegacyReplayed is the status an older replay wrote on the entries it
+// re-dispatched, before replays used the normal dispatched/completed
+// statuses with replay_of. It is terminal: the dispatch ran.
+const LegacyReplayed = "replayed"
+
 // Done reports whether the attempt finished in a way that needs no redo.
-func (a Attempt) Done() bool { return a.Status == "completed" || a.Status == "skipped" }
+func (a Attempt) Done() bool {
+	return a.Status == "completed" || a.Status == "skipped" || a.Status == LegacyReplayed
+}
 
 // Dispatch is a logical dispatch: an original seq and every later seq that
 // replays it, in seq order.
@@ -53,6 +63,7 @@ func (d Dispatch) Done() bool { return d.Latest().Done() }
 type Checkpoint struct {
 	ID     string
 	Reason string
+	Source string // the skill that took it ("" when unknown)
 	Time   time.Time
 }
 

@@ -246,6 +246,7 @@ func TestReasonMatching(t *testing.T) {
 	for reason, want := range map[string]bool{
 		"pre-wave-2": true, "pre-code-review": true, "pre-qg-fix-round-2": true, "pre-debug-gate": true,
 		"pre-restore-safety": false, "pre-restore-safety-file": false, "manual": false, "pre-cleanup-task-4": true,
+		"pre-siege-fix-round-3": true, "pre-siege-fix-round-N": false, "pre-where-else": true, "pre-debug-fix-cycle-1": true,
 	} {
 		if IsBoundaryReason(reason) != want {
 			t.Errorf("IsBoundaryReason(%q) != %v", reason, want)

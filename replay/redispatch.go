@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -20,7 +21,7 @@ var ErrUnfaithful = errors.New("faithful replay is impossible")
 type Redispatcher struct {
 	DispatchDir     string   // where the manifest is, and the new dispatch files go
 	Lookup          []string // where original dispatch files are looked up, in order
-	Templates       string   // --templates DIR: <template>.md files
+	Templates       string   // --templates DIR: <template>.md or <template>-prompt.md files, also in DIR/skills/*/
 	AllowUnfaithful bool     // write a stub when the template is missing too
 	Skill           string
 	Session         string
@@ -60,18 +61,14 @@ func (r Redispatcher) check(redo []Dispatch) ([]source, error) {
 		}
 		if src.original == "" {
 			name := Template(a)
-			if r.Templates != "" {
-				if p := filepath.Join(r.Templates, name+".md"); isRegular(p) {
-					src.template = p
-				}
-			}
+			src.template = FindTemplate(r.Templates, r.Skill, name)
 			switch {
 			case src.template != "":
 				r.warn(fmt.Sprintf("dispatch file %s is missing; regenerating seq %d from the template %s", a.File, a.Seq, src.template))
 			case r.AllowUnfaithful:
 				r.warn(fmt.Sprintf("dispatch file %s and its template %s.md are missing: seq %d is re-dispatched from its manifest metadata only (--allow-unfaithful)", a.File, name, a.Seq))
 			default:
-				missing = append(missing, fmt.Sprintf("seq %d (%s: no %s, no template %s.md)", a.Seq, orDash(a.Role), a.File, name))
+				missing = append(missing, fmt.Sprintf("seq %d (%s: no %s, no template %s.md or %s-prompt.md)", a.Seq, orDash(a.Role), a.File, name, name))
 			}
 		}
 		sources = append(sources, src)
@@ -176,6 +173,34 @@ func (r Redispatcher) content(a Attempt, src source) (string, error) {
 	}
 	h.Timestamp = r.Now.UTC().Format(time.RFC3339)
 	return h.Render() + body, nil
+}
+
+// FindTemplate finds the template a lost dispatch file is regenerated from, as
+// crucible names and lays out its templates: <name>.md or <name>-prompt.md
+// (skills/build/build-implementer-prompt.md), in dir itself, then in
+// dir/skills/<skill>/ (the pipeline's own skill first: build and debugging both
+// have a test-gap-writer-prompt.md), then in any other dir/skills/*/ in name
+// order. It returns "" when dir is empty or holds no such file.
+func FindTemplate(dir, skill, name string) string {
+	if dir == "" || name == "" || name != filepath.Base(name) {
+		return ""
+	}
+	dirs := []string{dir}
+	if skill != "" && skill == filepath.Base(skill) {
+		dirs = append(dirs, filepath.Join(dir, "skills", skill))
+	}
+	if others, err := filepath.Glob(filepath.Join(dir, "skills", "*")); err == nil {
+		sort.Strings(others)
+		dirs = append(dirs, others...)
+	}
+	for _, d := range dirs {
+		for _, file := range []string{name + ".md", name + "-prompt.md"} {
+			if p := filepath.Join(d, file); isRegular(p) {
+				return p
+			}
+		}
+	}
+	return ""
 }
 
 func isRegular(p string) bool {

@@ -76,3 +76,34 @@ func TestWavesOfASecondReplayFollowTheOriginalRun(t *testing.T) {
 		t.Errorf("waves %v, want [[3 4] [5 6]]", got)
 	}
 }
+
+func TestFindTemplate(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "fixer.md"), "fixer")
+	write(t, filepath.Join(dir, "skills", "build", "build-implementer-prompt.md"), "build implementer")
+	write(t, filepath.Join(dir, "skills", "build", "test-gap-writer-prompt.md"), "build test gaps")
+	write(t, filepath.Join(dir, "skills", "debugging", "test-gap-writer-prompt.md"), "debugging test gaps")
+	write(t, filepath.Join(dir, "skills", "debugging", "investigator-prompt.md"), "investigator")
+	for _, tc := range []struct{ skill, name, want string }{
+		{"build", "fixer", "fixer.md"},
+		{"build", "build-implementer", "skills/build/build-implementer-prompt.md"},
+		{"build", "investigator", "skills/debugging/investigator-prompt.md"},
+		{"debugging", "test-gap-writer", "skills/debugging/test-gap-writer-prompt.md"},
+		{"build", "test-gap-writer", "skills/build/test-gap-writer-prompt.md"},
+		{"", "test-gap-writer", "skills/build/test-gap-writer-prompt.md"},
+		{"build", "plan-writer", ""},
+		{"build", "../fixer", ""},
+	} {
+		got := FindTemplate(dir, tc.skill, tc.name)
+		want := ""
+		if tc.want != "" {
+			want = filepath.Join(dir, tc.want)
+		}
+		if got != want {
+			t.Errorf("FindTemplate(%q, %q) = %q, want %q", tc.skill, tc.name, got, want)
+		}
+	}
+	if FindTemplate("", "build", "fixer") != "" {
+		t.Errorf("a template without --templates")
+	}
+}

@@ -11,7 +11,7 @@ type RoleKind string
 
 const (
 	Mutating RoleKind = "mutating" // changes the project: a matching commit must exist
-	Output   RoleKind = "output"   // produces a result file: it must exist
+	Output   RoleKind = "output"   // produces output: a result file, a receipt-ledger entry or a named output file
 	NoCheck  RoleKind = "none"     // conversation output only: nothing to check
 )
 
@@ -19,16 +19,42 @@ const (
 // or overrides it.
 type RoleKinds map[string]RoleKind
 
-// DefaultRoleKinds is the table for crucible's build, quality-gate and debugging
-// skills.
+// mutatingRoles are the roles whose dispatches commit to the project: crucible's
+// implementers and fixers (build, debugging, quality-gate's fix agent, siege's
+// fix agent), its test writers, and adversarial-tester, which writes and commits
+// the tests that break the code. A manifest's role is either the role name or
+// the template name, so both are listed.
+var mutatingRoles = []string{
+	"implementer", "build-implementer", "refactor-implementer", "fixer", "fix", "cleanup", "refactor",
+	"test-writer", "test-gap-writer", "acceptance-test-writer", "contract-test-writer",
+	"adversarial-tester", "break-it", "crucible-qg-fix", "qg-fix", "fix-generated-defect", "where-else",
+	"test-fix",
+}
+
+// outputRoles are the roles whose dispatches produce a report, a plan, a
+// verdict or findings and change nothing in the project.
+var outputRoles = []string{
+	// build
+	"reviewer", "plan-reviewer", "build-reviewer", "code-reviewer", "architecture-reviewer", "plan-writer", "prd-writer",
+	// gates and reviews run as sub-skills
+	"red-team", "crucible-red-team", "crucible-qg-judge", "crucible-qg-verifier", "qg-judge", "qg-verifier",
+	"stagnation-judge", "fix-verifier", "persistence-checker", "scope-judge", "temper", "temper-reviewer",
+	"inquisitor", "innovate", "auditor", "audit", "delve",
+	// debugging
+	"investigator", "pattern-analyst", "synthesis",
+	// siege and its attackers
+	"siege", "siege-boundary-attacker", "siege-insider-threat", "siege-infrastructure-prober",
+	"siege-betrayed-consumer", "siege-fresh-attacker", "siege-chain-analyst", "siege-stagnation-judge",
+}
+
+// DefaultRoleKinds is the role table for crucible's skills (build,
+// quality-gate, debugging, siege, temper and the sub-skills they dispatch).
 func DefaultRoleKinds() RoleKinds {
 	k := RoleKinds{}
-	for _, r := range []string{"implementer", "build-implementer", "fixer", "fix", "cleanup", "refactor",
-		"refactor-implementer", "test-writer", "test-gap-writer", "acceptance-test-writer", "contract-test-writer"} {
+	for _, r := range mutatingRoles {
 		k[r] = Mutating
 	}
-	for _, r := range []string{"reviewer", "plan-reviewer", "build-reviewer", "code-reviewer",
-		"architecture-reviewer", "plan-writer", "red-team", "inquisitor", "auditor"} {
+	for _, r := range outputRoles {
 		k[r] = Output
 	}
 	k["quality-gate"] = NoCheck

@@ -2,11 +2,13 @@ package replay
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // State is the orchestrator's state rebuilt from disk for a resume, from (in
@@ -23,11 +25,13 @@ type State struct {
 }
 
 // LoadState reads the state files of a scratch directory and the build mode
-// file. Warnings say what was missing.
-func LoadState(scratch, modeFile string) (State, []string) {
+// file. Handoff manifests are looked for in the scratch directory and in
+// handoffDirs (the debugging skill keeps its own in /tmp/crucible-debug-<id>/).
+// Warnings say what was missing.
+func LoadState(scratch string, handoffDirs []string, modeFile string) (State, []string) {
 	var st State
 	var warnings []string
-	if path := newestHandoff(scratch); path != "" {
+	if path := NewestHandoff(append([]string{scratch}, handoffDirs...)); path != "" {
 		if data, err := os.ReadFile(path); err == nil {
 			st.fromHandoff(string(data))
 			st.Sources = append(st.Sources, path)
@@ -39,17 +43,20 @@ func LoadState(scratch, modeFile string) (State, []string) {
 			st.Sources = append(st.Sources, status)
 		}
 	}
-	if data, err := os.ReadFile(modeFile); err == nil {
+	switch data, err := os.ReadFile(modeFile); {
+	case modeFile == "":
+		// Not a build pipeline: the build mode file is none of its state.
+	case err == nil:
 		mode, sha := parseModeFile(string(data))
 		if st.Mode == "" {
 			st.Mode = mode
 		}
 		st.Baseline = sha
 		st.Sources = append(st.Sources, modeFile)
-	} else if st.Mode == "" {
+	case st.Mode == "":
 		warnings = append(warnings, fmt.Sprintf("build mode file %s is missing; assuming feature mode", modeFile))
 	}
-	if st.Mode == "" {
+	if st.Mode == "" && modeFile != "" {
 		st.Mode = "feature"
 	}
 	if st.Goal == "" {
@@ -58,28 +65,83 @@ func LoadState(scratch, modeFile string) (State, []string) {
 	return st, warnings
 }
 
-var handoffName = regexp.MustCompile(`^handoff-(\d+)-to-(\d+)\.md$`)
+// handoffName matches a phase handoff manifest, handoff-<A>-to-<B>.md, whatever
+// its phase tokens: build writes handoff-2-to-3.md, debugging
+// handoff-0-to-1.md, handoff-synthesis-to-3.md, handoff-3.5-to-4.md.
+var handoffName = regexp.MustCompile(`^handoff-(.+)-to-(.+)\.md$`)
 
-// newestHandoff is the handoff manifest of the latest boundary (the highest
-// target phase), or "".
-func newestHandoff(scratch string) string {
-	entries, err := os.ReadDir(scratch)
-	if err != nil {
-		return ""
+type handoffFile struct {
+	path     string
+	from, to string
+	modTime  time.Time
+}
+
+// phaseNumber reads a phase token as a number ("3", "3.5").
+func phaseNumber(tok string) (float64, bool) {
+	f, err := strconv.ParseFloat(tok, 64)
+	return f, err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
+}
+
+// newer reports whether h is a later boundary than o. When every token of both
+// is a number, the target phase decides, then the source phase; otherwise
+// ("synthesis") the file that was written last, the name breaking ties.
+func (h handoffFile) newer(o handoffFile, numeric bool) bool {
+	if numeric {
+		ht, _ := phaseNumber(h.to)
+		ot, _ := phaseNumber(o.to)
+		if ht != ot {
+			return ht > ot
+		}
+		hf, _ := phaseNumber(h.from)
+		of, _ := phaseNumber(o.from)
+		if hf != of {
+			return hf > of
+		}
+	} else if !h.modTime.Equal(o.modTime) {
+		return h.modTime.After(o.modTime)
 	}
-	best, bestTo, bestFrom := "", -1, -1
-	for _, e := range entries {
-		m := handoffName.FindStringSubmatch(e.Name())
-		if m == nil {
+	return h.path > o.path
+}
+
+// NewestHandoff is the handoff manifest of the latest boundary among dirs, or
+// "".
+func NewestHandoff(dirs []string) string {
+	var all []handoffFile
+	numeric := true
+	for _, dir := range dirs {
+		if dir == "" {
 			continue
 		}
-		from, _ := strconv.Atoi(m[1])
-		to, _ := strconv.Atoi(m[2])
-		if to > bestTo || to == bestTo && from > bestFrom {
-			best, bestTo, bestFrom = filepath.Join(scratch, e.Name()), to, from
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			m := handoffName.FindStringSubmatch(e.Name())
+			if m == nil || !e.Type().IsRegular() {
+				continue
+			}
+			info, err := e.Info()
+			if err != nil {
+				continue
+			}
+			h := handoffFile{path: filepath.Join(dir, e.Name()), from: m[1], to: m[2], modTime: info.ModTime()}
+			_, fromNum := phaseNumber(h.from)
+			_, toNum := phaseNumber(h.to)
+			numeric = numeric && fromNum && toNum
+			all = append(all, h)
 		}
 	}
-	return best
+	if len(all) == 0 {
+		return ""
+	}
+	best := all[0]
+	for _, h := range all[1:] {
+		if h.newer(best, numeric) {
+			best = h
+		}
+	}
+	return best.path
 }
 
 // fromHandoff reads a phase handoff manifest.

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func write(t *testing.T, path, content string) {
@@ -61,14 +62,14 @@ func TestLoadStatePriority(t *testing.T) {
 	mode := filepath.Join(t.TempDir(), "crucible-build-mode.md")
 
 	// Nothing at all: feature mode, two warnings.
-	st, warnings := LoadState(scratch, mode)
+	st, warnings := LoadState(scratch, nil, mode)
 	if st.Mode != "feature" || len(warnings) != 2 {
 		t.Errorf("empty: %+v %q", st, warnings)
 	}
 
 	write(t, filepath.Join(scratch, "pipeline-status.md"), statusFile)
 	write(t, mode, "mode: feature\nbaseline: 0123456789abcdef0123456789abcdef01234567\n")
-	st, warnings = LoadState(scratch, mode)
+	st, warnings = LoadState(scratch, nil, mode)
 	if st.Goal != "Add retry logic to the HTTP client" || st.Mode != "feature" || len(st.Decisions) != 1 ||
 		strings.Join(st.NextSteps, "|") != "finish wave 2|code review" || st.Baseline != "0123456789abcdef0123456789abcdef01234567" || len(warnings) != 0 {
 		t.Errorf("status file: %+v %q", st, warnings)
@@ -77,7 +78,7 @@ func TestLoadStatePriority(t *testing.T) {
 	// The newest handoff wins over the status file and the mode file.
 	write(t, filepath.Join(scratch, "handoff-1-to-2.md"), "**Goal:** old goal\n")
 	write(t, filepath.Join(scratch, "handoff-2-to-3.md"), handoff)
-	st, _ = LoadState(scratch, mode)
+	st, _ = LoadState(scratch, nil, mode)
 	if st.Goal != "Add retry logic to the HTTP client (from the handoff)" || st.Mode != "refactor" || len(st.Decisions) != 2 ||
 		strings.Join(st.Constraints, "|") != "no new dependencies" || strings.Join(st.NextSteps, "|") != "Use Plan: docs/plans/retry.md" {
 		t.Errorf("handoff: %+v", st)
@@ -151,4 +152,49 @@ func FuzzStateParsers(f *testing.F) {
 		st.fromCompressionState(text)
 		parseModeFile(text)
 	})
+}
+
+func TestNewestHandoffNames(t *testing.T) {
+	scratch, debug := t.TempDir(), t.TempDir()
+	at := func(path string, min int) {
+		write(t, path, "**Goal:** "+filepath.Base(path)+"\n")
+		ts := time.Date(2026, 3, 1, 10, min, 0, 0, time.UTC)
+		if err := os.Chtimes(path, ts, ts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Numbers, decimals included, order by phase whatever the file times.
+	at(filepath.Join(scratch, "handoff-3.5-to-4.md"), 1)
+	at(filepath.Join(scratch, "handoff-2-to-3.md"), 9)
+	at(filepath.Join(scratch, "handoff-10-to-11.md"), 0)
+	if got := filepath.Base(NewestHandoff([]string{scratch})); got != "handoff-10-to-11.md" {
+		t.Errorf("numeric: %s", got)
+	}
+	// A token that is not a number (debugging's synthesis) orders them all by
+	// file time; the debugging skill's own directory is read too.
+	at(filepath.Join(debug, "handoff-0-to-1.md"), 2)
+	at(filepath.Join(debug, "handoff-synthesis-to-3.md"), 5)
+	if got := NewestHandoff([]string{scratch, debug}); got != filepath.Join(scratch, "handoff-2-to-3.md") {
+		t.Errorf("by time: %s", got)
+	}
+	at(filepath.Join(debug, "handoff-4.5-to-5.md"), 20)
+	if got := NewestHandoff([]string{"", scratch, filepath.Join(debug, "missing"), debug}); got != filepath.Join(debug, "handoff-4.5-to-5.md") {
+		t.Errorf("newest: %s", got)
+	}
+	write(t, filepath.Join(debug, "handoff-to-5.md"), "not a handoff name")
+	write(t, filepath.Join(debug, "handoff-1-to-2.txt"), "not a handoff name")
+	if NewestHandoff([]string{t.TempDir()}) != "" {
+		t.Errorf("a handoff in an empty directory")
+	}
+}
+
+// A pipeline without a build mode (modeFile "") has no mode and no warning
+// about the mode file.
+func TestLoadStateWithoutModeFile(t *testing.T) {
+	scratch := t.TempDir()
+	write(t, filepath.Join(scratch, "handoff-0-to-1.md"), "**Goal:** fix the parser\n")
+	st, warnings := LoadState(scratch, nil, "")
+	if st.Mode != "" || st.Goal != "fix the parser" || len(warnings) != 0 {
+		t.Errorf("%+v %q", st, warnings)
+	}
 }

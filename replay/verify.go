@@ -3,8 +3,6 @@ package replay
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -55,7 +53,15 @@ type Verification struct {
 	CleanedUp bool
 	Unkept    []int
 
-	warned map[string]bool
+	// WorkTree is where relative output paths named by dispatch files are
+	// looked for first (evidence.go).
+	WorkTree string
+	// NoEvidence collects the output dispatches taken on their manifest
+	// status because the run leaves no per-dispatch output evidence at all.
+	NoEvidence []int
+
+	evidence *runEvidence
+	warned   map[string]bool
 }
 
 // commitSlack is how long after a dispatch ended its commit may still land.
@@ -78,7 +84,7 @@ func (v *Verification) Verify(d Dispatch, a Attempt) Finding {
 	case NoCheck:
 		f.OK, f.Detail = true, "nothing to check"
 	case Output:
-		f.OK, f.Detail = v.resultFile(a)
+		f.OK, f.Detail = v.outputEvidence(a)
 	case Mutating:
 		f.OK, f.Detail = v.commit(a)
 	}
@@ -102,23 +108,6 @@ func Template(a Attempt) string {
 		return a.Role
 	}
 	return name
-}
-
-func (v *Verification) resultFile(a Attempt) (bool, string) {
-	name := ResultFile(a)
-	for _, dir := range v.ResultDirs {
-		if dir == "" {
-			continue
-		}
-		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && fi.Mode().IsRegular() {
-			return true, "result file " + name + " present"
-		}
-	}
-	if v.CleanedUp {
-		v.Unkept = append(v.Unkept, a.Seq)
-		return true, "result file " + name + " not kept by the cleanup of the finished pipeline"
-	}
-	return false, "result file " + name + " missing"
 }
 
 func (v *Verification) commit(a Attempt) (bool, string) {

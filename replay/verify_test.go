@@ -78,7 +78,7 @@ func TestVerifyByKind(t *testing.T) {
 		t.Errorf("reviewer: %+v", f)
 	}
 	rev.Seq, rev.File = 3, "3-code-reviewer.md"
-	if f := v.Verify(Dispatch{}, rev); f.OK || f.Detail != "result file 3-code-reviewer-result.md missing" {
+	if f := v.Verify(Dispatch{}, rev); f.OK || f.Detail != "no result file 3-code-reviewer-result.md, no receipt-ledger entry 3-code-reviewer, no output file named by the dispatch file" {
 		t.Errorf("reviewer without result: %+v", f)
 	}
 	// After the cleanup of a finished pipeline, a missing result file is

@@ -37,12 +37,13 @@ func replayCommand() *cli.Command {
 			&cli.IntFlag{Name: "from-seq", Usage: "resume from the start of the phase holding seq `N`"},
 			&cli.StringFlag{Name: "exec", Usage: "run each re-dispatch with `CMD` (sh -c in the work tree; REWIND_* variables describe it)"},
 			&cli.IntFlag{Name: "jobs", Value: 1, Usage: "run up to `N` dispatches of a wave in parallel (with --exec)"},
-			&cli.StringFlag{Name: "templates", Usage: "regenerate lost dispatch files from `DIR`/<template>.md", TakesFile: true},
+			&cli.StringFlag{Name: "templates", Usage: "regenerate lost dispatch files from <template>.md or <template>-prompt.md in `DIR` or its skills/*/ (a crucible checkout)", TakesFile: true},
 			&cli.BoolFlag{Name: "allow-unfaithful", Usage: "re-dispatch even when a dispatch file and its template are both lost"},
 			&cli.BoolFlag{Name: "no-restore", Usage: "resume on the current disk state, restoring no checkpoint"},
 			&cli.StringSliceFlag{Name: "role-kind", Usage: "verify ROLE as KIND (`ROLE=mutating|output|none`; repeatable)"},
 			&cli.StringFlag{Name: "scratch", EnvVars: []string{"REWIND_SCRATCH"}, Usage: "the pipeline's scratch `DIR` (default: PATH when it is one)", TakesFile: true},
 			&cli.StringFlag{Name: "session", EnvVars: []string{"REWIND_SESSION"}, Usage: "the replay session `ID` (default: fresh)"},
+			&cli.BoolFlag{Name: "takeover", Usage: "replay even while an earlier replay session still has dispatches in flight (they are replayed as usual)"},
 		},
 		Action: replayRun,
 	}
@@ -155,24 +156,30 @@ func replayRun(c *cli.Context) error {
 		return err
 	}
 
+	skill := ""
+	if src.marker != nil {
+		skill = src.marker.Skill
+	}
+	if skill == "" {
+		skill = skillFromHeaders(src.lookup, attempts)
+	}
+
 	store, err := openStore(c)
 	if err != nil {
 		return err
 	}
-	cps, err := store.List(c.Context)
+	planCps, err := pipelineCheckpoints(c, store, skill)
 	if err != nil {
 		return err
 	}
-	var planCps []replay.Checkpoint
 	var boundaryTimes []time.Time
-	for _, cp := range cps {
-		planCps = append(planCps, replay.Checkpoint{ID: cp.ID, Reason: cp.Reason, Time: cp.Time})
+	for _, cp := range planCps {
 		if replay.IsBoundaryReason(cp.Reason) {
 			boundaryTimes = append(boundaryTimes, cp.Time)
 		}
 	}
 	verification := &replay.Verification{
-		Kinds: kinds, ResultDirs: src.lookup, Checkpoints: boundaryTimes,
+		Kinds: kinds, ResultDirs: src.lookup, Checkpoints: boundaryTimes, WorkTree: o.WorkTree,
 		Warn: func(s string) { o.warnf("%s", s) }, CleanedUp: src.finished(),
 	}
 	verification.Commits, err = projectCommits(c, attempts)
@@ -183,6 +190,12 @@ func replayRun(c *cli.Context) error {
 	plan, err := replay.Build(attempts, planCps, verification.Verify, replay.Options{
 		FromPhase: c.String("from-phase"), FromSeq: c.Int("from-seq"), NoRestore: c.Bool("no-restore"),
 	})
+	noteLegacyReplayed(o, attempts)
+	if plan != nil {
+		if err := inFlightGuard(c, plan, path); err != nil {
+			return err
+		}
+	}
 	if plan != nil {
 		for _, f := range plan.Findings {
 			if !f.OK {
@@ -226,7 +239,7 @@ func replayRun(c *cli.Context) error {
 		report.Started = earliest(plan.Dispatches)
 	}
 	if report.Skill == "" {
-		report.Skill = skillFromHeaders(src.lookup, attempts)
+		report.Skill = skill
 	}
 	if n := len(verification.Unkept); n > 0 {
 		seqs := make([]string, n)
@@ -235,6 +248,10 @@ func replayRun(c *cli.Context) error {
 		}
 		o.notef("note: %s not kept by the cleanup of the finished pipeline (seq %s); those dispatches are taken as completed",
 			plural(n, "result file was", "result files were"), strings.Join(seqs, ", "))
+	}
+	if n := len(verification.NoEvidence); n > 0 {
+		o.notef("note: the run leaves no result files and no receipt-ledger entries; %s taken on %s manifest status (seq %s)",
+			plural(n, "output dispatch", "output dispatches"), pick(n, "its", "their"), joinInts(verification.NoEvidence))
 	}
 	if plan.Complete {
 		o.notef("nothing to resume: every dispatch completed and was verified")
@@ -274,7 +291,7 @@ func replayRun(c *cli.Context) error {
 		AllowUnfaithful: c.Bool("allow-unfaithful"), Skill: report.Skill, Session: session, Now: o.Now(),
 		Warn: func(s string) { o.warnf("%s", s) }, ManifestWarn: o.Stderr,
 	}
-	unfaithfulHint := "pass --templates DIR holding <template>.md, or --allow-unfaithful to re-dispatch from the manifest's record alone"
+	unfaithfulHint := "pass --templates DIR holding <template>.md or <template>-prompt.md (a crucible checkout), or --allow-unfaithful to re-dispatch from the manifest's record alone"
 	// Refuse an unfaithful replay before restoring anything.
 	if err := rd.Check(plan.Redo); err != nil {
 		return withHint(err, unfaithfulHint)
@@ -316,7 +333,17 @@ func replayRun(c *cli.Context) error {
 	for _, j := range jobs {
 		redispatched[j.From.Seq] = j.Seq
 	}
-	st, warnings := replay.LoadState(src.scratch, filepath.Join(tmpDir(), "crucible-build-mode.md"))
+	var handoffDirs []string
+	if id := sessionOf(src); id != "" {
+		// The debugging skill keeps its handoff manifests in its own scratch directory.
+		handoffDirs = append(handoffDirs, filepath.Join(tmpDir(), "crucible-debug-"+id))
+	}
+	// The build mode file is the build skill's (an unknown skill may be build).
+	modeFile := ""
+	if report.Skill == "" || report.Skill == "build" {
+		modeFile = filepath.Join(tmpDir(), "crucible-build-mode.md")
+	}
+	st, warnings := replay.LoadState(src.scratch, handoffDirs, modeFile)
 	for _, w := range warnings {
 		o.warnf("%s", w)
 	}
@@ -334,10 +361,10 @@ func replayRun(c *cli.Context) error {
 
 	waves := replay.Waves(jobs, planCps)
 	if c.String("exec") == "" {
-		printDelegatePlan(o, src, session, waves)
+		printDelegatePlan(o, src, session, report.Skill, waves)
 		return nil
 	}
-	return runReplay(c, store, src, session, waves, path)
+	return runReplay(c, store, src, session, report.Skill, waves, path)
 }
 
 // exitUsageIf gives plan errors caused by a bad flag (an unknown phase or seq)
@@ -430,7 +457,7 @@ func branchGuard(c *cli.Context, m *manifest.Marker) error {
 		*m.Branch, orDash(current), *m.Branch)
 }
 
-func printDelegatePlan(o *options, src *replaySource, session string, waves []replay.Wave) {
+func printDelegatePlan(o *options, src *replaySource, session, skill string, waves []replay.Wave) {
 	n := 0
 	for _, w := range waves {
 		n += len(w.Jobs)
@@ -440,7 +467,7 @@ func printDelegatePlan(o *options, src *replaySource, session string, waves []re
 	for i, w := range waves {
 		fmt.Fprintf(o.Stdout, "\n## Wave %d", i+1)
 		if w.Checkpoint != "" {
-			fmt.Fprintf(o.Stdout, " (first: rewind checkpoint create --reason %s)", w.Checkpoint)
+			fmt.Fprintf(o.Stdout, " (first: rewind checkpoint create --reason %s --source %s)", w.Checkpoint, checkpointSource(skill))
 		}
 		fmt.Fprintf(o.Stdout, "\n| Seq | Replays | Role | Phase | Dispatch file |\n|-----|---------|------|-------|---------------|\n")
 		for _, j := range w.Jobs {
@@ -453,7 +480,7 @@ func printDelegatePlan(o *options, src *replaySource, session string, waves []re
 // runReplay runs the waves through --exec, recording each outcome in the
 // manifest, taking a checkpoint at each boundary crossed, and stopping at the
 // first wave with a failed dispatch.
-func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, session string, waves []replay.Wave, path string) error {
+func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, session, skill string, waves []replay.Wave, path string) error {
 	o := opts(c)
 	r := replay.Runner{Command: c.String("exec"), WorkTree: o.WorkTree, DispatchDir: src.dispatchDir,
 		Session: session, Jobs: c.Int("jobs")}
@@ -461,7 +488,7 @@ func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, sessi
 	for i, w := range waves {
 		if w.Checkpoint != "" && i > 0 {
 			waitNextSecond(o)
-			made, err := store.Create(c.Context, checkpoint.CreateOptions{Reason: w.Checkpoint, Source: "replay"})
+			made, err := store.Create(c.Context, checkpoint.CreateOptions{Reason: w.Checkpoint, Source: checkpointSource(skill)})
 			if err != nil {
 				return err
 			}
@@ -487,12 +514,18 @@ func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, sessi
 		}
 		for _, out := range outcomes {
 			if out.Status != "completed" {
-				// The later waves stay `dispatched`, never sent: stamp them now, after
-				// everything this replay ran, so the next replay orders them after
-				// the failed wave and can resume from the checkpoint taken before it.
+				// The later waves were never sent: stamp them now, after everything
+				// this replay ran, so the next replay orders them after the failed
+				// wave and can resume from the checkpoint taken before it; and close
+				// their entries as `error` (not sent), so no later replay takes this
+				// stopped session for one still at work.
+				notSent := fmt.Sprintf("not sent: replay session %s stopped after seq %d failed", session, out.Job.Seq)
 				for _, later := range waves[i+1:] {
 					for _, j := range later.Jobs {
 						if err := replay.Restamp(j.DispatchFile, o.Now()); err != nil {
+							o.warnf("%v", err)
+						}
+						if _, err := manifest.After(src.dispatchDir, manifest.Completion{Seq: int64(j.Seq), Status: "error", Summary: &notSent}, o.Stderr); err != nil {
 							o.warnf("%v", err)
 						}
 					}
@@ -554,4 +587,116 @@ func planJSON(r replay.Report) map[string]any {
 		"resume_phase": p.ResumePhase, "restore": restore, "fallback": p.Fallback, "desired_checkpoint": p.Desired,
 		"skip": skip, "redo": redo, "findings": findings, "warnings": nonNil(p.Warnings),
 	}
+}
+
+// checkpointSource is the source a replay's boundary checkpoints carry: the
+// pipeline's skill, so the next replay of the pipeline takes them as its own
+// ("replay" when the skill is unknown).
+func checkpointSource(skill string) string {
+	if skill == "" || checkpoint.CheckLabel("source", skill) != nil {
+		return "replay"
+	}
+	return skill
+}
+
+// pipelineCheckpoints lists the store's checkpoints a pipeline of skill may
+// resume from: its own and those without a source (with a note), never those
+// another skill took in the same work tree (with a note naming them).
+func pipelineCheckpoints(c *cli.Context, store *checkpoint.Store, skill string) ([]replay.Checkpoint, error) {
+	o := opts(c)
+	cps, err := store.List(c.Context)
+	if err != nil {
+		return nil, err
+	}
+	var all []replay.Checkpoint
+	for _, cp := range cps {
+		all = append(all, replay.Checkpoint{ID: cp.ID, Reason: cp.Reason, Source: cp.Source, Time: cp.Time})
+	}
+	own, unsourced, foreign := replay.CheckpointsOf(all, skill)
+	describe := func(cps []replay.Checkpoint, withSource bool) (int, string) {
+		var names []string
+		for _, cp := range cps {
+			if !replay.IsBoundaryReason(cp.Reason) {
+				continue
+			}
+			name := cp.ID[:min(8, len(cp.ID))] + " " + cp.Reason
+			if withSource {
+				name += " (" + cp.Source + ")"
+			}
+			names = append(names, name)
+		}
+		return len(names), strings.Join(names, ", ")
+	}
+	if n, names := describe(unsourced, false); n > 0 {
+		o.notef("note: %s no source skill; used as %s: %s", plural(n, "boundary checkpoint names", "boundary checkpoints name"), skill, names)
+	}
+	if n, names := describe(foreign, true); n > 0 {
+		o.notef("note: %s of other skills in this work tree ignored (a %s pipeline resumes only from its own): %s",
+			plural(n, "boundary checkpoint", "boundary checkpoints"), skill, names)
+	}
+	return own, nil
+}
+
+// noteLegacyReplayed says once which entries carry the status an older replay
+// wrote: they are read as finished, not as corruption.
+func noteLegacyReplayed(o *options, attempts []replay.Attempt) {
+	var seqs []int
+	for _, a := range attempts {
+		if a.Status == replay.LegacyReplayed {
+			seqs = append(seqs, a.Seq)
+		}
+	}
+	if len(seqs) > 0 {
+		o.notef("note: seq %s %s the legacy status \"replayed\" an older replay wrote; read as finished",
+			joinInts(seqs), pick(len(seqs), "carries", "carry"))
+	}
+}
+
+// inFlightGuard refuses a replay while an earlier replay session still has
+// dispatches in flight (exit 4): a skill is carrying that session's plan out,
+// or its --exec run is still going, and a second replay would redo the same
+// dispatches under it. --takeover replays them as usual; a dry run only warns.
+func inFlightGuard(c *cli.Context, plan *replay.Plan, path string) error {
+	o := opts(c)
+	sessions := replay.InFlightReplays(plan.Dispatches, c.String("session"))
+	if len(sessions) == 0 || c.Bool("takeover") {
+		return nil
+	}
+	var parts []string
+	for _, s := range sessions {
+		var seqs []string
+		for _, a := range s.Attempts {
+			when := "at an unknown time"
+			if !a.Time.IsZero() && a.TimeFrom != "inferred" {
+				when = a.Time.UTC().Format(time.RFC3339)
+			}
+			seqs = append(seqs, fmt.Sprintf("seq %d (%s, dispatched %s)", a.Seq, orDash(a.Role), when))
+		}
+		parts = append(parts, fmt.Sprintf("replay session %s still has %s in flight: %s",
+			s.Session, plural(len(s.Attempts), "dispatch", "dispatches"), strings.Join(seqs, ", ")))
+	}
+	msg := strings.Join(parts, "; ")
+	if c.Bool("dry-run") {
+		o.warnf("%s; a replay would refuse without --takeover", msg)
+		return nil
+	}
+	return withHint(exitErrorf(exitGuard, "%s", msg),
+		"let it finish: its skill records each completion with rewind dispatch after",
+		"or take its dispatches over (they are replayed again): rewind replay "+path+" --takeover")
+}
+
+// pick is one when n is 1, else many.
+func pick(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
 }
