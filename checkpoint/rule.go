@@ -192,6 +192,10 @@ func (s *Store) ignoredNow(ctx context.Context, h *held, paths []string, isDir b
 		case h.tracked[p]:
 		case h.excludedByRewind(p, isDir) || hasGitComponent(p):
 			ignored[p] = true
+		case s.symlinkParent(p):
+			// Beyond a symlink or a file, git answers nothing ("beyond a
+			// symbolic link"); what is there now is no directory of the
+			// project, and only the patterns above apply.
 		default:
 			r := h.repoOf(p)
 			byRepo[r] = append(byRepo[r], p)

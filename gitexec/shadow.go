@@ -59,6 +59,11 @@ func (s Shadow) overrides() []string {
 		"core.fileMode=true",
 		"core.ignoreCase=false",
 		"core.precomposeUnicode=false",
+		// The NTFS and HFS+ name checks protect checkouts on those file
+		// systems; the store is a private repository, and a name such as
+		// git~1 must be storable.
+		"core.protectNTFS=false",
+		"core.protectHFS=false",
 		"core.quotePath=false",
 		"core.logAllRefUpdates=false", // a reflog would keep evicted checkpoints alive
 		"core.bare=false",

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -28,6 +30,17 @@ const (
 	scriptGitDate = "2026-01-02T03:04:05 +0000"
 )
 
+// scriptCondition answers the conditions the harness adds to testscript's:
+// [userns] holds when `unshare -U` can run a command in a user namespace,
+// where file permissions bind even root.
+func scriptCondition(cond string) (bool, error) {
+	switch cond {
+	case "userns":
+		return exec.Command("unshare", "-U", "true").Run() == nil, nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
+}
+
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("..", "..", "testdata", "scripts"),
@@ -35,6 +48,7 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Cmds:                scriptCmds,
+		Condition:           scriptCondition,
 		Setup: func(e *testscript.Env) error {
 			home := filepath.Join(e.WorkDir, "home")
 			tmp := filepath.Join(e.WorkDir, "tmp")
