@@ -140,13 +140,14 @@ func (s *Store) capture(ctx context.Context, maxSize int64) (*capture, error) {
 		return nil, err
 	}
 	c.tree = strings.TrimSpace(string(out))
-	// git compares whole-second mtimes here: a file rewritten at the same size
-	// in the second it was hashed would look unchanged to every later
-	// checkpoint. Entries of files changed since this capture began leave the
-	// index, so the next capture hashes them again.
+	// git compares whole-second times here: a file rewritten at the same size
+	// in the second it was hashed (its mtime even set back) would look
+	// unchanged to every later checkpoint. Entries of files whose status
+	// changed since the second this capture began leave the index, so the next
+	// capture hashes them again.
 	var racy []string
 	for _, v := range keep {
-		if !v.mtime.Before(start.Truncate(time.Second)) {
+		if !v.changed.Before(start.Truncate(time.Second)) {
 			racy = append(racy, v.path)
 		}
 	}
@@ -249,7 +250,7 @@ type verdict struct {
 	regular bool // a regular file (else a symlink), when kept
 	size    int64
 	perm    os.FileMode
-	mtime   time.Time
+	changed time.Time // the later of its ctime and mtime
 	skip    *Skipped
 }
 
@@ -272,7 +273,10 @@ func (s *Store) judge(rel string, maxSize int64) (v verdict) {
 		v.skip = &Skipped{Path: rel, Why: "cannot be read: " + errText(err)}
 		return v
 	}
-	v.perm, v.mtime = fi.Mode().Perm(), fi.ModTime()
+	v.perm, v.changed = fi.Mode().Perm(), ctime(fi)
+	if m := fi.ModTime(); m.After(v.changed) {
+		v.changed = m
+	}
 	switch {
 	case fi.Mode()&os.ModeSymlink != 0:
 		v.keep = true

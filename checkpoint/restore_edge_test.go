@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func rgit(t *testing.T, dir string, args ...string) {
@@ -218,5 +219,39 @@ func TestRestoreNestedIgnoredRemoved(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(wt, "n", "build.log")); err != nil {
 		t.Errorf("n/build.log, ignored by the checkpoint's rules, was removed by the restore")
+	}
+}
+
+// A same-size rewrite in the second the file was hashed, its mtime set back,
+// looks unchanged to git (whole-second times); the next checkpoint must still
+// see it, and the one after must not see a change that is not there.
+func TestSameSizeRewriteInTheSameSecond(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	f := filepath.Join(wt, "a.txt")
+	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	for round := 0; round < 5; round++ {
+		mustWrite(t, f, "one\n")
+		os.Chtimes(f, old, old)
+		c1, err := s.Create(ctx, CreateOptions{Reason: "a", Source: "t", Keep: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustWrite(t, f, "two\n")
+		os.Chtimes(f, old, old)
+		c2, err := s.Create(ctx, CreateOptions{Reason: "b", Source: "t", Keep: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c2.Checkpoint.Tree == c1.Checkpoint.Tree {
+			t.Fatalf("round %d: the same-size rewrite was missed", round)
+		}
+		c3, err := s.Create(ctx, CreateOptions{Reason: "c", Source: "t", Keep: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c3.Checkpoint.Tree != c2.Checkpoint.Tree {
+			t.Fatalf("round %d: a change seen where there is none", round)
+		}
 	}
 }
