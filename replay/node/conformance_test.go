@@ -134,3 +134,45 @@ func TestFingerprintStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestEdgeCasesAsCoolWorkflow replays testdata/edge.gen.js in Go: numbers,
+// escapes, lone surrogates, invalid UTF-8, key order, path-like keys, scrubs,
+// artifact and evidence paths of every JSON type, duplicate keys.
+func TestEdgeCasesAsCoolWorkflow(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "edge-run")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, "testdata/edge.state.json", filepath.Join(dir, "state.json"))
+	run, err := Open(dir, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, _ := time.Parse(time.RFC3339, "2025-03-02T00:00:00.000Z")
+	var out []byte
+	var prev *Snapshot
+	for _, n := range run.Nodes() {
+		snap, err := run.snapshot(n.ID, false, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, Pretty(snap.Document())...)
+		// The replay reads the snapshot back, as cool-workflow's CLI does.
+		v, err := ParseJSON(Pretty(snap.Document()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap.Body = v.(*Object).Vals["body"].(*Object)
+		body := Normalize(snap.Body).(*Object)
+		bodyJSON, _ := StableString(body, true)
+		fp := FingerprintStrings([]string{bodyJSON})
+		rp := &Replay{ID: "replay-" + snap.ID + "-" + fp[7:15], RunID: run.ID, NodeID: n.ID, SnapshotID: snap.ID,
+			ReplayedAt: ISOTime(now), Freshness: Valid, ContractValidated: truthy(body.Vals["contractId"]), OutputFingerprint: fp, Body: body}
+		out = append(out, Pretty(rp.Document())...)
+		if prev != nil {
+			out = append(out, Pretty(DiffSnapshots(prev, snap, false).Document())...)
+		}
+		prev = snap
+	}
+	wantFile(t, "edge.expected.txt", out)
+}

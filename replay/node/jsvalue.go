@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -37,6 +38,41 @@ func (o *Object) Set(key string, v any) {
 func (o *Object) Get(key string) (v any, ok bool) {
 	v, ok = o.Vals[key]
 	return v, ok
+}
+
+// ownKeys lists the keys in JavaScript's property order, which JSON.stringify
+// and Object.keys follow: array-index keys ("0" to "4294967294") first, in
+// numeric order, then the others in insertion order.
+func (o *Object) ownKeys() []string {
+	var index, other []string
+	for _, k := range o.Keys {
+		if isArrayIndex(k) {
+			index = append(index, k)
+		} else {
+			other = append(other, k)
+		}
+	}
+	if len(index) == 0 {
+		return o.Keys
+	}
+	sort.Slice(index, func(i, j int) bool {
+		if len(index[i]) != len(index[j]) {
+			return len(index[i]) < len(index[j])
+		}
+		return index[i] < index[j]
+	})
+	return append(index, other...)
+}
+
+func isArrayIndex(k string) bool {
+	if k == "0" {
+		return true
+	}
+	if k == "" || len(k) > 10 || k[0] < '1' || k[0] > '9' {
+		return false
+	}
+	n, err := strconv.ParseUint(k, 10, 64)
+	return err == nil && n < 1<<32-1
 }
 
 // ErrSyntax is wrapped by every parse error.
@@ -599,7 +635,7 @@ func AppendCompact(dst []byte, v any) []byte {
 		return append(dst, ']')
 	case *Object:
 		dst = append(dst, '{')
-		for i, k := range x.Keys {
+		for i, k := range x.ownKeys() {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
@@ -642,7 +678,7 @@ func appendPretty(dst []byte, v any, indent string) []byte {
 			return append(dst, "{}"...)
 		}
 		dst = append(dst, '{')
-		for i, k := range x.Keys {
+		for i, k := range x.ownKeys() {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
