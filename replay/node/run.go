@@ -177,3 +177,43 @@ func (n *Node) fingerprint(strict bool) string {
 
 // body is the snapshot body: the normalized projection.
 func (n *Node) body() *Object { return Normalize(n.projection).(*Object) }
+
+// ListDocument describes the run and its nodes, with the snapshots and
+// replays stored for each.
+func (r *Run) ListDocument(strict bool) (*Object, error) {
+	doc := NewObject()
+	doc.Set("schemaVersion", float64(1))
+	doc.Set("runId", r.ID)
+	doc.Set("runKind", r.Kind)
+	doc.Set("runDir", r.Dir)
+	doc.Set("source", r.Source)
+	doc.Set("strict", strict)
+	nodes := make([]any, 0, len(r.nodes))
+	for _, n := range r.nodes {
+		o := NewObject()
+		o.Set("nodeId", n.ID)
+		o.Set("kind", n.Kind)
+		o.Set("status", n.Status)
+		snaps, err := r.Snapshots(n.ID)
+		if err != nil {
+			return nil, err
+		}
+		replays, err := r.Replays(n.ID)
+		if err != nil {
+			return nil, err
+		}
+		o.Set("snapshots", stringList(snaps))
+		o.Set("replays", stringList(replays))
+		nodes = append(nodes, o)
+	}
+	doc.Set("nodes", nodes)
+	return doc, nil
+}
+
+func stringList(s []string) []any {
+	out := make([]any, len(s))
+	for i, x := range s {
+		out[i] = x
+	}
+	return out
+}
