@@ -140,8 +140,11 @@ func nodeFail(c *cli.Context, run string, err error, hints ...string) error {
 	var ne *node.Error
 	if errors.As(err, &ne) {
 		switch {
-		case ne.Guard():
+		case ne.Code == node.CodeSnapshotStale:
 			hints = append(hints, "take a new snapshot of the node as it is now: rewind node snapshot "+run+" "+ne.NodeID)
+			err = &cliError{code: exitGuard, err: err, hints: hints}
+		case ne.Code == node.CodeSnapshotAbsent:
+			hints = append(hints, "bring back what is gone, or see what the run holds now: rewind node list "+run)
 			err = &cliError{code: exitGuard, err: err, hints: hints}
 		case ne.Code == node.CodeSnapshotNotFound || ne.Code == node.CodeReplayNotFound || ne.Code == node.CodeNodeAbsent:
 			err = withHint(err, append(hints, "rewind node list "+run+" lists the run's nodes, snapshots and replays")...)
