@@ -47,7 +47,11 @@ func openCrucible(loc *manifest.Located) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Run{Kind: KindCrucible, ID: filepath.Base(dir), Dir: dir, Source: loc.Path, Notes: loc.Notes, byID: map[string]*Node{}}
+	src, err := filepath.Abs(loc.Path)
+	if err != nil {
+		return nil, err
+	}
+	r := &Run{Kind: KindCrucible, ID: filepath.Base(dir), Dir: dir, Source: src, Notes: loc.Notes, byID: map[string]*Node{}}
 	f, err := os.Open(loc.Path)
 	if err != nil {
 		return nil, err
