@@ -25,7 +25,7 @@ func nodeCommand() *cli.Command {
 	strict := &cli.BoolFlag{Name: "strict", Usage: "also compare kind, loopStage and contractId, and fingerprint the node's whole content (default for crucible runs)"}
 	return &cli.Command{
 		Name:        "node",
-		Usage:       "per-node snapshots, diffs and replays of a run that fail closed on drift (cool-workflow compatible)",
+		Usage:       "per-node snapshots, diffs and replays of a run, failing closed on drift",
 		Description: nodeRunHelp,
 		Subcommands: []*cli.Command{
 			{
