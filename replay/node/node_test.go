@@ -126,3 +126,18 @@ func TestSnapshotRefusesAnInvalidNode(t *testing.T) {
 		t.Error("something was written")
 	}
 }
+
+// A node id that would name the snapshots directory's parent is refused:
+// cool-workflow would write its snapshots outside their directory.
+func TestSnapshotRefusesADotID(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "state.json"), []byte(`{"id":"r","nodes":[{"id":"..","kind":"k","status":"s","loopStage":"l","inputs":{},"outputs":{},"artifacts":[],"evidence":[],"errors":[],"parents":[],"children":[]}]}`), 0o644)
+	run, err := Open(dir, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.TakeSnapshot("..", false, time.Time{}); err == nil || err.(*Error).Code != CodeNodeInvalid {
+		t.Errorf("got %v", err)
+	}
+}

@@ -137,6 +137,9 @@ func (r *Run) snapshot(nodeID string, strict bool, now time.Time) (*Snapshot, er
 		return nil, &Error{Code: CodeNodeAbsent, Freshness: Absent,
 			Message: fmt.Sprintf("cannot snapshot: node %s not found in run %s", nodeID, r.ID)}
 	}
+	if safe := SafeFileName(nodeID); safe == "." || safe == ".." {
+		n = &Node{invalid: "its id names no directory of its own (" + safe + ")"}
+	}
 	if n.invalid != "" {
 		return nil, &Error{Code: CodeNodeInvalid, RunID: r.ID, NodeID: nodeID,
 			Message: fmt.Sprintf("cannot snapshot: node %s of run %s is not a valid node: %s", nodeID, r.ID, n.invalid)}
