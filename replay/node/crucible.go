@@ -36,7 +36,8 @@ var outputArtifacts = []struct{ suffix, id, kind string }{
 type crucibleSeq struct {
 	seq     int64
 	lines   [][]byte // every line naming the seq, in file order (damaged ones too)
-	entry   *Object  // the authoritative (last valid) entry
+	last    []byte   // the authoritative (last valid) entry's line
+	entry   *Object  // last, parsed
 	receipt [][]byte // the receipt-ledger lines of its dispatch file
 }
 
@@ -69,18 +70,26 @@ func openCrucible(loc *manifest.Located) (*Run, error) {
 			bySeq[l.Seq] = s
 			order = append(order, s)
 		}
-		s.lines = append(s.lines, append([]byte(nil), l.Raw...))
+		line := append([]byte(nil), l.Raw...)
+		s.lines = append(s.lines, line)
 		if l.Kind == manifest.Entry {
-			v, err := ParseJSON(l.Raw)
-			if err != nil {
-				return fmt.Errorf("%s:%d: %w", loc.Path, l.No, err)
-			}
-			s.entry = v.(*Object)
+			s.last = line
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, s := range order {
+		if s.last == nil {
+			continue
+		}
+		// The scanner took it for a JSON object with an integer seq.
+		v, err := ParseJSON(s.last)
+		if err != nil {
+			return nil, fmt.Errorf("%s: seq %d: %w", loc.Path, s.seq, err)
+		}
+		s.entry = v.(*Object)
 	}
 	if err := readLedger(filepath.Join(dir, manifest.LedgerName), bySeq); err != nil {
 		return nil, err
@@ -189,6 +198,13 @@ func crucibleNode(dir string, s *crucibleSeq, parent int64, hasParent bool, chil
 	// plain name in the dispatch directory is not followed.
 	file, _ := e.Vals["file"].(string)
 	plain := file != "" && file == filepath.Base(file) && file != "." && file != ".."
+	n.files = map[string]string{}
+	if plain {
+		n.files["dispatch-file"] = file
+		for _, oa := range outputArtifacts {
+			n.files[oa.id] = strings.TrimSuffix(file, ".md") + oa.suffix
+		}
+	}
 	var dispatchFile any // null: absent or unreadable
 	if plain {
 		if data, err := os.ReadFile(filepath.Join(dir, file)); err == nil {
@@ -198,7 +214,6 @@ func crucibleNode(dir string, s *crucibleSeq, parent int64, hasParent bool, chil
 			df.Set("header", dispatchHeader(data))
 			dispatchFile = df
 			n.inputs = append(n.inputs, "dispatch-file:"+file+":"+sha256Hex(data))
-			n.artifacts = append(n.artifacts, artifactRef{id: "dispatch-file", path: file})
 		} else {
 			n.inputs = append(n.inputs, "dispatch-file:"+file+":absent")
 		}
@@ -223,7 +238,6 @@ func crucibleNode(dir string, s *crucibleSeq, parent int64, hasParent bool, chil
 			a.Set("sizeBytes", float64(len(data)))
 			artifacts = append(artifacts, a)
 			n.inputs = append(n.inputs, "artifact:"+oa.id+":"+name+":"+sha256Hex(data))
-			n.artifacts = append(n.artifacts, artifactRef{id: oa.id, path: name})
 		}
 	}
 
@@ -326,20 +340,23 @@ func dispatchHeader(data []byte) any {
 }
 
 // crucibleMissing is the first file a snapshot recorded (the dispatch file,
-// the output artifacts) that is gone now.
-func (r *Run) crucibleMissing(snapBody *Object) (string, bool) {
+// the output artifacts, by id) that is gone now. The files are named by the
+// node's entry as it is now, not by the snapshot's normalized body, whose
+// names may have been scrubbed.
+func (r *Run) crucibleMissing(n *Node, snapBody *Object) (string, bool) {
+	var recorded []string
 	if in, ok := snapBody.Vals["inputs"].(*Object); ok {
-		if df, ok := in.Vals["dispatchFile"].(*Object); ok && df != nil {
-			if file, ok := in.Vals["file"].(string); ok && !isFile(filepath.Join(r.Dir, filepath.Base(file))) {
-				return "dispatch-file", true
-			}
+		if _, ok := in.Vals["dispatchFile"].(*Object); ok {
+			recorded = append(recorded, "dispatch-file")
 		}
 	}
 	arts, _ := objectArray(snapBody, "artifacts")
 	for _, a := range arts {
-		p, _ := a.Vals["path"].(string)
-		if p == "" || !isFile(filepath.Join(r.Dir, filepath.Base(p))) {
-			return jsTemplate(a, "id"), true
+		recorded = append(recorded, jsTemplate(a, "id"))
+	}
+	for _, id := range recorded {
+		if name := n.files[id]; name == "" || !isFile(filepath.Join(r.Dir, name)) {
+			return id, true
 		}
 	}
 	return "", false

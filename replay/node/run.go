@@ -50,9 +50,12 @@ type Node struct {
 	// strict mode's extra one.
 	inputs  []string
 	content string
-	// artifacts are checked for existence before a replay (cool-workflow: the
-	// node's artifacts with a path; crucible: see crucibleMissing).
+	// artifacts are a cool-workflow node's artifacts with a path, checked for
+	// existence before a replay.
 	artifacts []artifactRef
+	// files names a crucible node's files by artifact id ("dispatch-file",
+	// "result", "stderr"), whether they exist or not (see crucibleMissing).
+	files map[string]string
 }
 
 type artifactRef struct {

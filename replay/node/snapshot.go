@@ -47,7 +47,7 @@ func (e *Error) Error() string { return e.Code + ": " + e.Message }
 // is stale or absent.
 func (e *Error) Guard() bool { return e.Code == CodeSnapshotStale || e.Code == CodeSnapshotAbsent }
 
-// Clock formats times as JavaScript's toISOString does; the zero time is the
+// ISOTime formats a time as JavaScript's toISOString does; the zero time is the
 // epoch, cool-workflow's default when no time is injected.
 func ISOTime(t time.Time) string {
 	if t.IsZero() {
@@ -177,7 +177,7 @@ func (r *Run) Freshness(s *Snapshot) (freshness, reason string) {
 	var missing string
 	var gone bool
 	if r.Kind == KindCrucible {
-		missing, gone = r.crucibleMissing(s.Body)
+		missing, gone = r.crucibleMissing(n, s.Body)
 	} else {
 		missing, gone = r.coolWorkflowMissing(n)
 	}
