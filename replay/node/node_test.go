@@ -141,3 +141,40 @@ func TestSnapshotRefusesADotID(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// As statecore-diff-node-snapshots.test.js: metadata missing -> present is
+// added, present -> missing removed, present -> other changed; links is one
+// unit; identical bodies give eight same sections with no payload.
+func TestDiffBodies(t *testing.T) {
+	parse := func(s string) *Object {
+		v, err := ParseJSON([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.(*Object)
+	}
+	base := parse(`{"status":"completed","parents":["a"],"children":[]}`)
+	withMeta := parse(`{"status":"completed","parents":["a"],"children":["b"],"metadata":{"k":1}}`)
+	otherMeta := parse(`{"status":"completed","parents":["a"],"children":["b"],"metadata":{"k":2}}`)
+	changes := func(d []SectionDiff) map[string]string {
+		m := map[string]string{}
+		for _, s := range d {
+			m[s.Section] = s.Change
+		}
+		return m
+	}
+	if c := changes(DiffBodies(base, withMeta, false)); c["metadata"] != Added || c["links"] != Changed || c["status"] != Same || len(c) != 8 {
+		t.Errorf("base -> withMeta: %v", c)
+	}
+	if c := changes(DiffBodies(withMeta, base, false)); c["metadata"] != Removed {
+		t.Errorf("withMeta -> base: %v", c)
+	}
+	if c := changes(DiffBodies(withMeta, otherMeta, true)); c["metadata"] != Changed || len(c) != 11 {
+		t.Errorf("withMeta -> otherMeta: %v", c)
+	}
+	for _, s := range DiffBodies(base, base, false) {
+		if s.Change != Same || s.HasBaseline || s.HasCandidate {
+			t.Errorf("identical bodies: %+v", s)
+		}
+	}
+}
