@@ -1,5 +1,5 @@
 // edge.expected.txt is what cool-workflow v0.2.6 itself prints for edge.state.json:
-// with its dist/ (commit 726be9d4) in ../core, `node gen.js edge.state.json > edge.expected.txt`.
+// with its dist/ (commit 726be9d4) copied to ../core (dist/core/{hash.js,state/node-projection.js,state/node-snapshot.js}), run `node edge.gen.js edge.state.json > edge.expected.txt`.
 // For each node: the snapshot, its replay (now 2025-03-02T00:00:00.000Z), the diff from the previous node's snapshot.
 const fs = require("fs");
 const ns = require("../core/state/node-snapshot.js");
