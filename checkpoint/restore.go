@@ -193,7 +193,9 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 type restorePlan struct {
 	write, remove []string
 	kept          []Skipped
-	mkdir         []string // the checkpoint's directories without files, missing now
+	mkdir         []string        // the checkpoint's directories without files, missing now
+	dirs          map[string]bool // every directory of the checkpoint
+	ignoredDirs   []string        // those ignored now: their bits are left alone
 }
 
 // plan decides, by the rule, what a restore to target does from the state cur.
@@ -242,7 +244,8 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, entr
 			return nil, err
 		}
 		for _, r := range removals {
-			if rules.ignores(r) {
+			// A file the project tracks is held whatever the rules say.
+			if !cur.held.tracked[r] && rules.ignores(r) {
 				p.kept = append(p.kept, Skipped{Path: r, Why: "the checkpoint's own ignore rules ignore it"})
 			} else {
 				p.remove = append(p.remove, r)
@@ -272,6 +275,30 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, entr
 				p.mkdir = append(p.mkdir, d)
 			}
 		}
+	}
+	// The checkpoint's directories: the restore gives them their bits, but
+	// never to one ignored now.
+	p.dirs = map[string]bool{}
+	for e := range entries {
+		for d := path.Dir(e); d != "." && !p.dirs[d]; d = path.Dir(d) {
+			p.dirs[d] = true
+		}
+	}
+	if target.meta != nil {
+		for _, d := range target.meta.dirs {
+			p.dirs[d] = true
+		}
+	}
+	var dirs []string
+	for d := range p.dirs {
+		dirs = append(dirs, d)
+	}
+	ignoredDirs, err := s.ignoredNow(ctx, cur.held, dirs, true)
+	if err != nil {
+		return nil, err
+	}
+	for d := range ignoredDirs {
+		p.ignoredDirs = append(p.ignoredDirs, d)
 	}
 	sort.Slice(p.kept, func(i, j int) bool { return p.kept[i].Path < p.kept[j].Path })
 	return p, nil
@@ -444,20 +471,7 @@ func (s *Store) checkHeld(target *Checkpoint, entries map[string]string, files [
 // by one (a write git could not make fails the restore, never silently), the
 // checkpoint's empty directories, and the permission bits it recorded.
 func (s *Store) apply(ctx context.Context, entries map[string]string, p *restorePlan, target *Checkpoint, cur *capture, files []string) error {
-	targetDirs := map[string]bool{}
-	for e := range entries {
-		for d := path.Dir(e); d != "."; d = path.Dir(d) {
-			if targetDirs[d] {
-				break
-			}
-			targetDirs[d] = true
-		}
-	}
-	if target.meta != nil {
-		for _, d := range target.meta.dirs {
-			targetDirs[d] = true
-		}
-	}
+	targetDirs := p.dirs
 	emptied := map[string]bool{}
 	for _, r := range p.remove {
 		full, err := s.inside(r)
@@ -623,9 +637,13 @@ func (s *Store) setPerms(entries map[string]string, p *restorePlan, target *Chec
 			return err
 		}
 	}
+	ignored := map[string]bool{}
+	for _, d := range p.ignoredDirs {
+		ignored[d] = true
+	}
 	var dirs []string
 	for d := range targetDirs {
-		if underAny(d, files) {
+		if underAny(d, files) && !ignored[d] {
 			dirs = append(dirs, d)
 		}
 	}
