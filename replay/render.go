@@ -16,6 +16,7 @@ type Report struct {
 	Plan     *Plan
 	Writes   []string // paths the restore would write
 	Removes  []string // paths the restore would remove
+	Head     *HeadMove // the branch move the restore makes (nil: none)
 	Warnings []string
 }
 
@@ -79,6 +80,7 @@ func RenderDryRun(r Report) string {
 		for _, f := range r.Removes {
 			line("- %s", f)
 		}
+		renderHeadMove(&b, r)
 	}
 	line("")
 	line("## Verification")

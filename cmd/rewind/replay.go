@@ -40,6 +40,7 @@ func replayCommand() *cli.Command {
 			&cli.StringFlag{Name: "templates", Usage: "regenerate lost dispatch files from `DIR`/<template>.md", TakesFile: true},
 			&cli.BoolFlag{Name: "allow-unfaithful", Usage: "re-dispatch even when a dispatch file and its template are both lost"},
 			&cli.BoolFlag{Name: "no-restore", Usage: "resume on the current disk state, restoring no checkpoint"},
+			&cli.BoolFlag{Name: "keep-head", Usage: "restore files only: leave the project's branch where it is, even when it has moved on from the checkpoint's commit"},
 			&cli.StringSliceFlag{Name: "role-kind", Usage: "verify ROLE as KIND (`ROLE=mutating|output|none`; repeatable)"},
 			&cli.StringFlag{Name: "scratch", EnvVars: []string{"REWIND_SCRATCH"}, Usage: "the pipeline's scratch `DIR` (default: PATH when it is one)", TakesFile: true},
 			&cli.StringFlag{Name: "session", EnvVars: []string{"REWIND_SESSION"}, Usage: "the replay session `ID` (default: fresh)"},
@@ -244,11 +245,20 @@ func replayRun(c *cli.Context) error {
 		return nil
 	}
 
+	head, err := planHeadMove(c, plan, cps)
+	if err != nil {
+		return err
+	}
+	report.Head = head
+
 	if c.Bool("dry-run") {
 		if plan.Restore != nil {
 			// The real run would refuse: say so now.
 			if err := branchGuard(c, src.marker); err != nil {
 				o.warnf("%v", err)
+			}
+			if head != nil && head.Refused != nil {
+				o.warnf("%v", head.Refused)
 			}
 		}
 		if plan.Restore != nil {
@@ -286,11 +296,19 @@ func replayRun(c *cli.Context) error {
 		if err := branchGuard(c, src.marker); err != nil {
 			return err
 		}
+		if head != nil && head.Refused != nil {
+			return headRefusal(head, path)
+		}
 		q := fmt.Sprintf("About to restore working directory to checkpoint %s (taken at %s", plan.Restore.Reason, plan.Restore.Time.Format(time.RFC3339))
 		if src.marker != nil && src.marker.Branch != nil {
 			q += ", branch " + *src.marker.Branch
 		}
-		q += "). This will reset uncommitted changes. Proceed?"
+		q += "). This will reset uncommitted changes"
+		if head != nil {
+			q += fmt.Sprintf(" and move branch %s back from %s to the checkpoint's commit %s; %s leave the branch: %s",
+				head.Branch, short8(head.From), short8(head.To), plural(len(head.Leaving), "commit", "commits"), replay.NameCommits(head.Leaving))
+		}
+		q += ". Proceed?"
 		if err := o.confirm(q); err != nil {
 			return err
 		}
@@ -299,7 +317,13 @@ func replayRun(c *cli.Context) error {
 			return err
 		}
 		o.notef("restored to checkpoint %s (%s); safety checkpoint %s undoes it", res.Target.Short(), res.Target.Reason, res.Safety.Short())
-		noteHeadMoved(o, res)
+		if head != nil {
+			if err := moveHeadBack(c, head, res, session, path); err != nil {
+				return err
+			}
+		} else {
+			noteHeadMoved(o, res)
+		}
 		restored, removed = res.Write, res.Remove
 	}
 
@@ -553,5 +577,6 @@ func planJSON(r replay.Report) map[string]any {
 		"crashed_at":   map[string]any{"phase": p.CrashPhase, "context": p.CrashContext},
 		"resume_phase": p.ResumePhase, "restore": restore, "fallback": p.Fallback, "desired_checkpoint": p.Desired,
 		"skip": skip, "redo": redo, "findings": findings, "warnings": nonNil(p.Warnings),
+		"head_move": headMoveJSON(r.Head),
 	}
 }
