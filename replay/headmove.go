@@ -182,7 +182,7 @@ func renderHeadMove(b *strings.Builder, r Report) {
 		fmt.Fprintf(b, "Refused: %s. The replay stops here (exit 4); --keep-head restores the files and leaves the branch where it is.\n", m.Refused.Message)
 		return
 	}
-	fmt.Fprintf(b, "%s: from %s to %s, the commit checkpoint %s recorded\n", m.Branch, short(m.From), short(m.To), r.Plan.Restore.Reason)
+	fmt.Fprintf(b, "Branch %s moves back from %s to %s, the commit checkpoint %s recorded.\n", m.Branch, short(m.From), short(m.To), r.Plan.Restore.Reason)
 	fmt.Fprintf(b, "Commits that leave the branch (%d):\n", len(m.Leaving))
 	for _, c := range m.Leaving {
 		fmt.Fprintf(b, "- %s %s\n", short(c.ID), c.Subject)

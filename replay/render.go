@@ -14,8 +14,8 @@ type Report struct {
 	Session  string    // the original pipeline's session id
 	Started  time.Time // the first dispatch's time (zero: unknown)
 	Plan     *Plan
-	Writes   []string // paths the restore would write
-	Removes  []string // paths the restore would remove
+	Writes   []string  // paths the restore would write
+	Removes  []string  // paths the restore would remove
 	Head     *HeadMove // the branch move the restore makes (nil: none)
 	Warnings []string
 }
