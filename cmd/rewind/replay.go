@@ -176,6 +176,7 @@ func replayRun(c *cli.Context) error {
 		Kinds: kinds, ResultDirs: src.lookup, Checkpoints: boundaryTimes,
 		Warn: func(s string) { o.warnf("%s", s) }, CleanedUp: src.finished(),
 	}
+	verification.Lineage = replay.ProjectLineage(c.Context, o.WorkTree)
 	verification.Commits, err = projectCommits(c, attempts)
 	if err != nil {
 		o.warnf("cannot read the project's history (%v): mutating dispatches cannot be verified", err)
