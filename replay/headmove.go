@@ -99,6 +99,15 @@ func PlanHeadMove(ctx context.Context, dir, checkpointBranch, checkpointHead str
 	if m.Leaving, err = logCommits(ctx, p, head, "^"+checkpointHead); err != nil {
 		return nil, err
 	}
+	// A work tree below the repository's top level is all a restore puts back:
+	// moving the branch past changes elsewhere would leave those files as the
+	// old HEAD had them, under an index that says otherwise.
+	if outside, err := changedOutside(ctx, p, checkpointHead, head); err != nil {
+		return nil, err
+	} else if len(outside) > 0 {
+		return refuse("the commits that would leave branch %s (%s) change files outside the work tree, which the restore does not put back: %s",
+			m.Branch, NameCommits(m.Leaving), strings.Join(outside, ", "))
+	}
 
 	// Commits already on the branch's upstream were pushed: moving back past
 	// them would rewrite shared history.
@@ -132,6 +141,31 @@ func PlanHeadMove(ctx context.Context, dir, checkpointBranch, checkpointHead str
 			m.Branch, short(checkpointHead), plural(len(pushed), "commit"), strings.TrimPrefix(upstream, "refs/remotes/"), NameCommits(pushed))
 	}
 	return m, nil
+}
+
+// changedOutside lists (up to maxNamed) the paths that differ between two
+// commits outside the directory the project runner works in, when that is
+// below the repository's top level.
+func changedOutside(ctx context.Context, p gitexec.Project, from, to string) ([]string, error) {
+	out, err := p.Run(ctx, "rev-parse", "--show-prefix")
+	if err != nil {
+		return nil, fmt.Errorf("read the work tree's place in the repository: %w", err)
+	}
+	prefix := strings.TrimSpace(string(out))
+	if prefix == "" {
+		return nil, nil
+	}
+	out, err = p.Run(ctx, "diff-tree", "-r", "-z", "--name-only", "--no-renames", from, to, "--")
+	if err != nil {
+		return nil, fmt.Errorf("list the files the move would change: %w", err)
+	}
+	var outside []string
+	for _, path := range strings.Split(string(out), "\x00") {
+		if path != "" && !strings.HasPrefix(path, prefix) && len(outside) < maxNamed {
+			outside = append(outside, path)
+		}
+	}
+	return outside, nil
 }
 
 // logCommits lists the commits of a rev-list range, newest first.
