@@ -177,7 +177,7 @@ func replayRun(c *cli.Context) error {
 		Warn: func(s string) { o.warnf("%s", s) }, CleanedUp: src.finished(),
 	}
 	verification.Lineage = replay.ProjectLineage(c.Context, o.WorkTree)
-	verification.Commits, err = projectCommits(c, attempts)
+	verification.Commits, err = projectCommits(c, attempts, src.marker)
 	if err != nil {
 		o.warnf("cannot read the project's history (%v): mutating dispatches cannot be verified", err)
 	}
@@ -418,24 +418,49 @@ func skillFromHeaders(dirs []string, attempts []replay.Attempt) string {
 	return ""
 }
 
-// projectCommits reads the project's history since the first dispatch, through
-// the read-only runner.
-func projectCommits(c *cli.Context, attempts []replay.Attempt) ([]replay.Commit, error) {
-	var since time.Time
-	for _, a := range attempts {
-		if !a.Time.IsZero() && (since.IsZero() || a.Time.Before(since)) {
-			since = a.Time
+// projectCommits reads the project's history since the pipeline started,
+// through the read-only runner: the commits since the marker's baseline
+// commit, else those dated from an hour before the first dispatch.
+func projectCommits(c *cli.Context, attempts []replay.Attempt, marker *manifest.Marker) ([]replay.Commit, error) {
+	p := gitexec.Project{Dir: opts(c).WorkTree}
+	args := []string{"log", "-z", "--format=" + replay.LogFormat, "HEAD"}
+	if baseline := markerBaseline(c, p, marker); baseline != "" {
+		// By ancestry, not by date: git log --since stops at the first commit
+		// dated before the limit, so one commit with an older date (a skewed
+		// clock, a pinned GIT_COMMITTER_DATE) would hide everything below it.
+		args = append(args, "^"+baseline)
+	} else {
+		var since time.Time
+		for _, a := range attempts {
+			if !a.Time.IsZero() && (since.IsZero() || a.Time.Before(since)) {
+				since = a.Time
+			}
+		}
+		if !since.IsZero() {
+			args = append(args, "--since=@"+strconv.FormatInt(since.Add(-time.Hour).Unix(), 10))
 		}
 	}
-	args := []string{"log", "-z", "--format=" + replay.LogFormat}
-	if !since.IsZero() {
-		args = append(args, "--since=@"+strconv.FormatInt(since.Add(-time.Hour).Unix(), 10))
-	}
-	out, err := gitexec.Project{Dir: opts(c).WorkTree}.Run(c.Context, append(args, "HEAD", "--")...)
+	out, err := p.Run(c.Context, append(args, "--")...)
 	if err != nil {
 		return nil, err
 	}
 	return replay.ParseLog(out), nil
+}
+
+// markerBaseline is the pipeline's baseline commit from its marker, when it
+// names one the project has.
+func markerBaseline(c *cli.Context, p gitexec.Project, m *manifest.Marker) string {
+	if m == nil || m.BaselineSHA == nil {
+		return ""
+	}
+	id := *m.BaselineSHA
+	if len(id) != 40 && len(id) != 64 || strings.Trim(id, "0123456789abcdef") != "" {
+		return ""
+	}
+	if _, err := p.Run(c.Context, "cat-file", "-e", id+"^{commit}"); err != nil {
+		return ""
+	}
+	return id
 }
 
 // branchGuard refuses to restore when the pipeline ran on another branch.
