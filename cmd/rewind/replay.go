@@ -30,7 +30,9 @@ func replayCommand() *cli.Command {
 			"dispatch taken after it is re-executed. Without --exec, the dispatch files and\n" +
 			"`dispatched` entries are written and the plan printed for the calling skill to carry\n" +
 			"out (recording completions with `rewind dispatch after`); with --exec, CMD runs each\n" +
-			"dispatch (sh -c, in the work tree).",
+			"dispatch (sh -c, in the work tree). When the restored checkpoint recorded the project's\n" +
+			"HEAD and the branch has moved on from it, the confirmed restore moves the branch back to\n" +
+			"that commit (the old HEAD stays in the reflog and ORIG_HEAD); --keep-head leaves it.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan and change nothing"},
 			&cli.StringFlag{Name: "from-phase", Usage: "resume from the start of phase `P` (overrides the automatic point)"},
