@@ -58,21 +58,24 @@ func guardProject(args []string, run func([]string) int) int {
 }
 
 // mayMoveBranch reports whether a call may move the project's branch: a
-// replay that restores for real (not --dry-run) and was not told --keep-head.
+// replay that restores for real (not --dry-run), confirmed (scripts have no
+// terminal to answer on, so --yes), and not told --keep-head.
 func mayMoveBranch(args []string) bool {
-	cmd := ""
+	cmd, confirmed := "", false
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case a == "--dry-run" || a == "--keep-head" || strings.HasPrefix(a, "--dry-run=") || strings.HasPrefix(a, "--keep-head="):
 			return false
+		case a == "--yes" || a == "-y" || a == "--yes=true":
+			confirmed = true
 		case cmd == "" && (a == "-C" || a == "--work-tree" || a == "--store" || a == "--now" || a == "--color"):
 			i++
 		case cmd == "" && !strings.HasPrefix(a, "-"):
 			cmd = a
 		}
 	}
-	return cmd == "replay"
+	return cmd == "replay" && confirmed
 }
 
 // refState is what a branch move starts from: the branch HEAD names, its
@@ -336,6 +339,7 @@ func TestGuardBranchMove(t *testing.T) {
 	}{
 		{"a replay's move back", []string{"rewind", "-C", proj, "replay", "s", "--yes"}, moveBack, 0},
 		{"the move from a dry run", []string{"rewind", "-C", proj, "replay", "s", "--dry-run"}, moveBack, 98},
+		{"the move from an unconfirmed replay", []string{"rewind", "-C", proj, "replay", "s"}, moveBack, 98},
 		{"the move with --keep-head", []string{"rewind", "-C", proj, "replay", "--keep-head", "s", "--yes"}, moveBack, 98},
 		{"the move from a checkpoint restore", []string{"rewind", "-C", proj, "checkpoint", "restore", "x", "--yes"}, moveBack, 98},
 		{"the move and a config write", []string{"rewind", "-C", proj, "replay", "s", "--yes"}, func(a []string) int {
