@@ -14,10 +14,11 @@ type Report struct {
 	Session  string    // the original pipeline's session id
 	Started  time.Time // the first dispatch's time (zero: unknown)
 	Plan     *Plan
-	Writes   []string  // paths the restore would write
-	Removes  []string  // paths the restore would remove
-	Head     *HeadMove // the branch move the restore makes (nil: none)
+	Writes   []string // paths the restore would write
+	Removes  []string // paths the restore would remove
 	Warnings []string
+
+	Head *HeadMove // the branch move the restore makes (nil: none)
 }
 
 // RenderDryRun writes the plan in the replay seed's dry-run format, followed by
