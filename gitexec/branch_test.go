@@ -169,3 +169,19 @@ func TestMoveBackRefuses(t *testing.T) {
 		t.Errorf("detached HEAD: err = %v, want ErrNotOnBranch", err)
 	}
 }
+
+// TestMoveBackRunsNoFsmonitor: read-tree runs a configured core.fsmonitor
+// command when it writes the index; the move turns it off, as every runner does.
+func TestMoveBackRunsNoFsmonitor(t *testing.T) {
+	dir, c := branchRepo(t)
+	marker := filepath.Join(t.TempDir(), "fsmonitor-ran")
+	hook := filepath.Join(t.TempDir(), "fsmonitor.sh")
+	mustWrite(t, hook, "#!/bin/sh\ntouch '"+marker+"'\n", 0o755)
+	userGit(t, dir, "config", "core.fsmonitor", hook)
+	if _, err := (ProjectBranch{Dir: dir}).MoveBack(context.Background(), "main", c[2], c[1], "m"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the repository's core.fsmonitor command ran")
+	}
+}
