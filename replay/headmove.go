@@ -174,6 +174,12 @@ func logCommits(ctx context.Context, p gitexec.Project, revs ...string) ([]LogCo
 	if err != nil {
 		return nil, fmt.Errorf("list the commits that leave the branch: %w", err)
 	}
+	return ParseLogCommits(out), nil
+}
+
+// ParseLogCommits reads `git log -z --format='%H %s'` output: NUL-ended
+// records of an id, a space and the subject.
+func ParseLogCommits(out []byte) []LogCommit {
 	var cs []LogCommit
 	for _, rec := range strings.Split(string(out), "\x00") {
 		id, subject, _ := strings.Cut(strings.TrimLeft(rec, "\n"), " ")
@@ -181,7 +187,7 @@ func logCommits(ctx context.Context, p gitexec.Project, revs ...string) ([]LogCo
 			cs = append(cs, LogCommit{ID: id, Subject: subject})
 		}
 	}
-	return cs, nil
+	return cs
 }
 
 // NameCommits names commits on one line: "363f1236 (task 4: wip), c109ddfb

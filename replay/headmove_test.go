@@ -86,3 +86,28 @@ func TestPlanHeadMove(t *testing.T) {
 	gitRepo(t, dir, "checkout", "-q", "--detach")
 	refused("detached HEAD", dir, "", base, "HEAD is detached")
 }
+
+func TestParseLogCommits(t *testing.T) {
+	got := ParseLogCommits([]byte("aaaa task 4: wip\x00\nbbbb task-3: add the ast\x00cccc\x00"))
+	want := []LogCommit{{"aaaa", "task 4: wip"}, {"bbbb", "task-3: add the ast"}, {"cccc", ""}}
+	if len(got) != len(want) {
+		t.Fatalf("%+v", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("record %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func FuzzParseLogCommits(f *testing.F) {
+	f.Add([]byte("aaaa task 4: wip\x00bbbb x\x00"))
+	f.Add([]byte("\x00\x00 \n"))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		for _, c := range ParseLogCommits(out) {
+			if c.ID == "" || strings.ContainsAny(c.ID, " \x00") || strings.ContainsRune(c.Subject, 0) {
+				t.Errorf("bad record %+v", c)
+			}
+		}
+	})
+}
