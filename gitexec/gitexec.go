@@ -1,6 +1,6 @@
 // Package gitexec is the only place in rewind that starts a process.
 //
-// It offers three runners:
+// It offers four runners:
 //
 //   - Shadow runs git against a shadow repository (rewind's checkpoint store)
 //     with an environment built from scratch, so no inherited GIT_* variable, user
@@ -9,6 +9,10 @@
 //   - Project gives read-only access to the user's own repository: an allow-list
 //     of subcommands that cannot write, so "never modify the project's .git" holds
 //     by construction.
+//   - ProjectBranch is the one exception to that, and does one thing: move the
+//     current branch back to an ancestor of HEAD (replay, after the user
+//     confirmed the restore of a checkpoint that recorded that commit), keeping
+//     the old HEAD reachable through the reflog and ORIG_HEAD.
 //   - User runs a user-supplied shell command (replay --exec, restore --verify) in
 //     the work tree with the caller's environment and never the shadow repository's.
 //

@@ -17,6 +17,8 @@ type Report struct {
 	Writes   []string // paths the restore would write
 	Removes  []string // paths the restore would remove
 	Warnings []string
+
+	Head *HeadMove // the branch move the restore makes (nil: none)
 }
 
 // RenderDryRun writes the plan in the replay seed's dry-run format, followed by
@@ -79,6 +81,7 @@ func RenderDryRun(r Report) string {
 		for _, f := range r.Removes {
 			line("- %s", f)
 		}
+		renderHeadMove(&b, r)
 	}
 	line("")
 	line("## Verification")

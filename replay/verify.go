@@ -52,6 +52,10 @@ type Verification struct {
 	// on that ground are collected in Unkept.
 	CleanedUp bool
 	Unkept    []int
+	// Lineage, when set, lets a redone mutating dispatch be verified by an
+	// earlier attempt's commit whose changes are still all in the work tree
+	// (see commitLineage).
+	Lineage *LineageEvidence
 
 	// WorkTree is where relative output paths named by dispatch files are
 	// looked for first (evidence.go).
@@ -86,7 +90,7 @@ func (v *Verification) Verify(d Dispatch, a Attempt) Finding {
 	case Output:
 		f.OK, f.Detail = v.outputEvidence(a)
 	case Mutating:
-		f.OK, f.Detail = v.commit(a)
+		f.OK, f.Detail = v.commitLineage(d, a)
 	}
 	return f
 }
@@ -111,19 +115,48 @@ func Template(a Attempt) string {
 }
 
 func (v *Verification) commit(a Attempt) (bool, string) {
-	start := a.Time
-	var end time.Time
+	if found := v.commitsFor(a); len(found) > 0 {
+		return true, found[0].why
+	}
+	start, end := v.window(a)
+	if start.IsZero() {
+		return false, "no commit names the task or matches the summary (the dispatch's time is unknown)"
+	}
+	window := "from " + start.Format(time.RFC3339)
+	if !end.IsZero() {
+		window += " to " + end.Format(time.RFC3339)
+	}
+	return false, "no commit " + window + " names the task or matches the summary"
+}
+
+// window is the time a's commits can carry: from its dispatch to its end plus
+// commitSlack, or, without a duration, to the next boundary checkpoint (zero:
+// unbounded).
+func (v *Verification) window(a Attempt) (start, end time.Time) {
+	start = a.Time
 	if a.Duration != nil {
-		end = start.Add(time.Duration(*a.Duration)*time.Second + commitSlack)
-	} else {
-		// No duration recorded: the work must at least be committed before the
-		// next boundary checkpoint was taken.
-		for _, t := range v.Checkpoints {
-			if t.After(start) && (end.IsZero() || t.Before(end)) {
-				end = t
-			}
+		return start, start.Add(time.Duration(*a.Duration)*time.Second + commitSlack)
+	}
+	// No duration recorded: the work must at least be committed before the
+	// next boundary checkpoint was taken.
+	for _, t := range v.Checkpoints {
+		if t.After(start) && (end.IsZero() || t.Before(end)) {
+			end = t
 		}
 	}
+	return start, end
+}
+
+// commitEvidence is a commit that shows an attempt's work, and why.
+type commitEvidence struct {
+	commit Commit
+	why    string
+}
+
+// commitsFor lists the commits that show a's work, strongest first: those in
+// its window naming its task, then those matching its summary.
+func (v *Verification) commitsFor(a Attempt) []commitEvidence {
+	start, end := v.window(a)
 	var inWindow []Commit
 	for _, c := range v.Commits {
 		// An unknown time (the dispatch file is gone, as after the cleanup of
@@ -134,31 +167,25 @@ func (v *Verification) commit(a Attempt) (bool, string) {
 	}
 	// A commit naming the task is the strongest evidence; the summary's words
 	// are the fallback for dispatches without a task.
+	var found []commitEvidence
 	if a.Task != nil {
 		for _, c := range inWindow {
 			if namesTask(c.Message, *a.Task) {
-				return true, fmt.Sprintf("commit %s names task %d", short(c.ID), *a.Task)
+				found = append(found, commitEvidence{c, fmt.Sprintf("commit %s names task %d", short(c.ID), *a.Task)})
 			}
 		}
 	}
 	if words := significantWords(a.Summary); len(words) > 0 {
 		for _, c := range inWindow {
-			if a.Task != nil && namesOtherTask(c.Message, *a.Task) {
-				continue // another task's commit, whatever words it shares
+			if a.Task != nil && (namesOtherTask(c.Message, *a.Task) || namesTask(c.Message, *a.Task)) {
+				continue // another task's commit, whatever words it shares; or one found above
 			}
 			if sharesHalf(c.Message, words) {
-				return true, fmt.Sprintf("commit %s matches the summary", short(c.ID))
+				found = append(found, commitEvidence{c, fmt.Sprintf("commit %s matches the summary", short(c.ID))})
 			}
 		}
 	}
-	if start.IsZero() {
-		return false, "no commit names the task or matches the summary (the dispatch's time is unknown)"
-	}
-	window := "from " + start.Format(time.RFC3339)
-	if !end.IsZero() {
-		window += " to " + end.Format(time.RFC3339)
-	}
-	return false, "no commit " + window + " names the task or matches the summary"
+	return found
 }
 
 func short(id string) string {

@@ -308,7 +308,7 @@ func (d *demo) replay() error {
 	if err := d.rewind(w, demoTime(40), "manifest", "show", d.scratch); err != nil {
 		return err
 	}
-	d.section("The project's history (the partial commit is still there; the restore changed files, never commits)")
+	d.section("The project's history (the crashed wave's commits left the branch with the restore; git reflog still has them)")
 	out, err := gitexec.Project{Dir: d.proj}.Run(d.ctx, "log", "--format=%h %s")
 	if err != nil {
 		return err

@@ -30,7 +30,9 @@ func replayCommand() *cli.Command {
 			"dispatch taken after it is re-executed. Without --exec, the dispatch files and\n" +
 			"`dispatched` entries are written and the plan printed for the calling skill to carry\n" +
 			"out (recording completions with `rewind dispatch after`); with --exec, CMD runs each\n" +
-			"dispatch (sh -c, in the work tree).",
+			"dispatch (sh -c, in the work tree). When the restored checkpoint recorded the project's\n" +
+			"HEAD and the branch has moved on from it, the confirmed restore moves the branch back to\n" +
+			"that commit (the old HEAD stays in the reflog and ORIG_HEAD); --keep-head leaves it.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan and change nothing"},
 			&cli.StringFlag{Name: "from-phase", Usage: "resume from the start of phase `P` (overrides the automatic point)"},
@@ -40,6 +42,7 @@ func replayCommand() *cli.Command {
 			&cli.StringFlag{Name: "templates", Usage: "regenerate lost dispatch files from <template>.md or <template>-prompt.md in `DIR` or its skills/*/ (a crucible checkout)", TakesFile: true},
 			&cli.BoolFlag{Name: "allow-unfaithful", Usage: "re-dispatch even when a dispatch file and its template are both lost"},
 			&cli.BoolFlag{Name: "no-restore", Usage: "resume on the current disk state, restoring no checkpoint"},
+			&cli.BoolFlag{Name: "keep-head", Usage: "restore files only: leave the project's branch where it is, even when it has moved on from the checkpoint's commit"},
 			&cli.StringSliceFlag{Name: "role-kind", Usage: "verify ROLE as KIND (`ROLE=mutating|output|none`; repeatable)"},
 			&cli.StringFlag{Name: "scratch", EnvVars: []string{"REWIND_SCRATCH"}, Usage: "the pipeline's scratch `DIR` (default: PATH when it is one)", TakesFile: true},
 			&cli.StringFlag{Name: "session", EnvVars: []string{"REWIND_SESSION"}, Usage: "the replay session `ID` (default: fresh)"},
@@ -182,7 +185,8 @@ func replayRun(c *cli.Context) error {
 		Kinds: kinds, ResultDirs: src.lookup, Checkpoints: boundaryTimes, WorkTree: o.WorkTree,
 		Warn: func(s string) { o.warnf("%s", s) }, CleanedUp: src.finished(),
 	}
-	verification.Commits, err = projectCommits(c, attempts)
+	verification.Lineage = replay.ProjectLineage(c.Context, o.WorkTree)
+	verification.Commits, err = projectCommits(c, attempts, src.marker)
 	if err != nil {
 		o.warnf("cannot read the project's history (%v): mutating dispatches cannot be verified", err)
 	}
@@ -261,11 +265,20 @@ func replayRun(c *cli.Context) error {
 		return nil
 	}
 
+	head, err := planHeadMove(c, plan, store)
+	if err != nil {
+		return err
+	}
+	report.Head = head
+
 	if c.Bool("dry-run") {
 		if plan.Restore != nil {
 			// The real run would refuse: say so now.
 			if err := branchGuard(c, src.marker); err != nil {
 				o.warnf("%v", err)
+			}
+			if head != nil && head.Refused != nil {
+				o.warnf("%v", head.Refused)
 			}
 		}
 		if plan.Restore != nil {
@@ -303,11 +316,19 @@ func replayRun(c *cli.Context) error {
 		if err := branchGuard(c, src.marker); err != nil {
 			return err
 		}
+		if head != nil && head.Refused != nil {
+			return headRefusal(head, path)
+		}
 		q := fmt.Sprintf("About to restore working directory to checkpoint %s (taken at %s", plan.Restore.Reason, plan.Restore.Time.Format(time.RFC3339))
 		if src.marker != nil && src.marker.Branch != nil {
 			q += ", branch " + *src.marker.Branch
 		}
-		q += "). This will reset uncommitted changes. Proceed?"
+		q += "). This will reset uncommitted changes"
+		if head != nil {
+			q += fmt.Sprintf(" and move branch %s back from %s to the checkpoint's commit %s; %s leave the branch: %s",
+				head.Branch, short8(head.From), short8(head.To), plural(len(head.Leaving), "commit", "commits"), replay.NameCommits(head.Leaving))
+		}
+		q += ". Proceed?"
 		if err := o.confirm(q); err != nil {
 			return err
 		}
@@ -316,7 +337,13 @@ func replayRun(c *cli.Context) error {
 			return err
 		}
 		o.notef("restored to checkpoint %s (%s); safety checkpoint %s undoes it", res.Target.Short(), res.Target.Reason, res.Safety.Short())
-		noteHeadMoved(o, res)
+		if head != nil {
+			if err := moveHeadBack(c, head, res, session, path); err != nil {
+				return err
+			}
+		} else {
+			noteHeadMoved(o, res)
+		}
 		restored, removed = res.Write, res.Remove
 	}
 
@@ -420,24 +447,49 @@ func skillFromHeaders(dirs []string, attempts []replay.Attempt) string {
 	return ""
 }
 
-// projectCommits reads the project's history since the first dispatch, through
-// the read-only runner.
-func projectCommits(c *cli.Context, attempts []replay.Attempt) ([]replay.Commit, error) {
-	var since time.Time
-	for _, a := range attempts {
-		if !a.Time.IsZero() && (since.IsZero() || a.Time.Before(since)) {
-			since = a.Time
+// projectCommits reads the project's history since the pipeline started,
+// through the read-only runner: the commits since the marker's baseline
+// commit, else those dated from an hour before the first dispatch.
+func projectCommits(c *cli.Context, attempts []replay.Attempt, marker *manifest.Marker) ([]replay.Commit, error) {
+	p := gitexec.Project{Dir: opts(c).WorkTree}
+	args := []string{"log", "-z", "--format=" + replay.LogFormat, "HEAD"}
+	if baseline := markerBaseline(c, p, marker); baseline != "" {
+		// By ancestry, not by date: git log --since stops at the first commit
+		// dated before the limit, so one commit with an older date (a skewed
+		// clock, a pinned GIT_COMMITTER_DATE) would hide everything below it.
+		args = append(args, "^"+baseline)
+	} else {
+		var since time.Time
+		for _, a := range attempts {
+			if !a.Time.IsZero() && (since.IsZero() || a.Time.Before(since)) {
+				since = a.Time
+			}
+		}
+		if !since.IsZero() {
+			args = append(args, "--since=@"+strconv.FormatInt(since.Add(-time.Hour).Unix(), 10))
 		}
 	}
-	args := []string{"log", "-z", "--format=" + replay.LogFormat}
-	if !since.IsZero() {
-		args = append(args, "--since=@"+strconv.FormatInt(since.Add(-time.Hour).Unix(), 10))
-	}
-	out, err := gitexec.Project{Dir: opts(c).WorkTree}.Run(c.Context, append(args, "HEAD", "--")...)
+	out, err := p.Run(c.Context, append(args, "--")...)
 	if err != nil {
 		return nil, err
 	}
 	return replay.ParseLog(out), nil
+}
+
+// markerBaseline is the pipeline's baseline commit from its marker, when it
+// names one the project has.
+func markerBaseline(c *cli.Context, p gitexec.Project, m *manifest.Marker) string {
+	if m == nil || m.BaselineSHA == nil {
+		return ""
+	}
+	id := *m.BaselineSHA
+	if len(id) != 40 && len(id) != 64 || strings.Trim(id, "0123456789abcdef") != "" {
+		return ""
+	}
+	if _, err := p.Run(c.Context, "cat-file", "-e", id+"^{commit}"); err != nil {
+		return ""
+	}
+	return id
 }
 
 // branchGuard refuses to restore when the pipeline ran on another branch.
@@ -586,6 +638,7 @@ func planJSON(r replay.Report) map[string]any {
 		"crashed_at":   map[string]any{"phase": p.CrashPhase, "context": p.CrashContext},
 		"resume_phase": p.ResumePhase, "restore": restore, "fallback": p.Fallback, "desired_checkpoint": p.Desired,
 		"skip": skip, "redo": redo, "findings": findings, "warnings": nonNil(p.Warnings),
+		"head_move": headMoveJSON(r.Head),
 	}
 }
 

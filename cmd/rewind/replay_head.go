@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"rewind/checkpoint"
+	"rewind/gitexec"
+	"rewind/replay"
+)
+
+// A replay's restore moves the project's branch back to the commit the
+// restored checkpoint recorded (see replay.PlanHeadMove); --keep-head opts out.
+
+// planHeadMove is the branch move the plan's restore makes, nil when there is
+// none (no restore, --keep-head, nothing recorded, nothing moved since).
+func planHeadMove(c *cli.Context, plan *replay.Plan, store *checkpoint.Store) (*replay.HeadMove, error) {
+	if plan.Restore == nil || c.Bool("keep-head") {
+		return nil, nil
+	}
+	cps, err := store.List(c.Context)
+	if err != nil {
+		return nil, err
+	}
+	for _, cp := range cps {
+		if cp.ID == plan.Restore.ID {
+			return replay.PlanHeadMove(c.Context, opts(c).WorkTree, cp.Branch, cp.Head)
+		}
+	}
+	return nil, nil
+}
+
+// headRefusal is the fail-closed guard's error for a move that cannot be made.
+func headRefusal(m *replay.HeadMove, path string) error {
+	return withHint(exitErrorf(exitGuard, "%s", m.Refused.Message),
+		"restore the files and leave the branch where it is: rewind replay "+path+" --keep-head")
+}
+
+// moveHeadBack makes the move, after the restore, and says what left the
+// branch and how to bring it back.
+func moveHeadBack(c *cli.Context, m *replay.HeadMove, res *checkpoint.Restored, session, path string) error {
+	o := opts(c)
+	msg := fmt.Sprintf("rewind replay %s: back to checkpoint %s (%s)", session, res.Target.Short(), res.Target.Reason)
+	moved, err := gitexec.ProjectBranch{Dir: o.WorkTree}.MoveBack(c.Context, m.Branch, m.From, m.To, msg)
+	if err != nil {
+		return withHint(fmt.Errorf("the files are restored, but branch %s was not moved back: %w", m.Branch, err),
+			fmt.Sprintf("undo the restore: rewind checkpoint restore %s --yes", res.Safety.Short()),
+			"or resume without moving the branch: rewind replay "+path+" --keep-head")
+	}
+	o.notef("moved branch %s back from %s to %s, the commit checkpoint %s recorded; %s left it: %s",
+		moved.Branch, short8(moved.From), short8(moved.To), res.Target.Reason,
+		plural(len(m.Leaving), "commit", "commits"), replay.NameCommits(m.Leaving))
+	o.notef("note: the old HEAD stays reachable (reflog, ORIG_HEAD); to bring it back: %s", moved.Undo())
+	return nil
+}
+
+// headMoveJSON is the move in the --json plan: null when there is none.
+func headMoveJSON(m *replay.HeadMove) any {
+	if m == nil {
+		return nil
+	}
+	leaving := []any{}
+	for _, c := range m.Leaving {
+		leaving = append(leaving, map[string]any{"id": c.ID, "subject": c.Subject})
+	}
+	var refused any
+	if m.Refused != nil {
+		refused = m.Refused.Message
+	}
+	var branch any // null when HEAD is detached
+	if m.Branch != "" {
+		branch = m.Branch
+	}
+	return map[string]any{"branch": branch, "from": m.From, "to": m.To, "leaving": leaving,
+		"undo": m.Undo, "refused": refused}
+}
