@@ -49,6 +49,7 @@ func commands() []*cli.Command {
 		manifestCommand(),
 		pipelineCommand(),
 		replayCommand(),
+		stateCommand(),
 		demoCommand(),
 	}
 }
