@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -199,11 +200,18 @@ func hintQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// stateDir is the DIR argument, or the work tree.
+// stateDir is the DIR argument, or the work tree ("." when it is the current
+// directory, so the paths printed stay short).
 func stateDir(c *cli.Context) (string, error) {
 	switch c.NArg() {
 	case 0:
-		return opts(c).WorkTree, nil
+		wt := opts(c).WorkTree
+		if cwd, err := os.Getwd(); err == nil {
+			if real, err := filepath.EvalSymlinks(cwd); err == nil && real == wt {
+				return ".", nil
+			}
+		}
+		return wt, nil
 	case 1:
 		return c.Args().First(), nil
 	}
@@ -226,14 +234,14 @@ func locate(c *cli.Context, dir string) (*state.Target, error) {
 	}
 	describe := func(cand state.Candidate) string {
 		if cand.Err != nil {
-			return cand.Dir + " (unreadable state file)"
+			return "an unreadable state file"
 		}
-		return fmt.Sprintf("%s (%s at stage %s)", cand.Dir, cand.Status, orDash(cand.Stage))
+		return fmt.Sprintf("%s at stage %s", cand.Status, orDash(cand.Stage))
 	}
 	if o.Interactive() && !o.JSON {
 		fmt.Fprintf(o.Stderr, "rewind: %d unfinished runs in %s:\n", len(t.Candidates), dir)
 		for i, cand := range t.Candidates {
-			fmt.Fprintf(o.Stderr, "  %d) %s\n", i+1, describe(cand))
+			fmt.Fprintf(o.Stderr, "  %d) %s (%s)\n", i+1, cand.Dir, describe(cand))
 		}
 		fmt.Fprintf(o.Stderr, "which one? [1-%d] ", len(t.Candidates))
 		line, _ := bufio.NewReader(o.Stdin).ReadString('\n')
@@ -254,6 +262,15 @@ type stateFindingJSON struct {
 	Kind     string `json:"kind"`
 	Message  string `json:"message"`
 	Blocking bool   `json:"blocking"`
+}
+
+// printFindings lists the findings the reason line has not already said.
+func printFindings(w io.Writer, findings []stateFindingJSON, reason string) {
+	for _, f := range findings {
+		if !strings.Contains(reason, f.Message) {
+			fmt.Fprintf(w, "finding: %s\n", f.Message)
+		}
+	}
 }
 
 func stateFindingsJSON(blocking, other []state.Finding) []stateFindingJSON {
@@ -299,7 +316,7 @@ func nullable(s string) *string {
 func playbookOutput(d *state.PlaybookDecision) *stateOutput {
 	doc := playbookJSON{Decision: d.Decision, Reason: d.Reason, Stage: nullable(d.Stage), Action: nullable(d.Action),
 		Partial: d.Partial, PendingCheckpoint: nullable(d.Pending), PriorStage: nullable(d.PriorStage),
-		ClearedCheckpoints: []string{}, CompletedStages: []string{}, Findings: stateFindingsJSON(nil, d.Findings)}
+		ClearedCheckpoints: []string{}, CompletedStages: []string{}, Findings: stateFindingsJSON(d.Blocking, d.Findings)}
 	if p := d.Playbook; p != nil {
 		doc.Style, doc.StateFile = nullable(state.StylePlaybook), nullable(d.File)
 		doc.Status, doc.Feature = nullable(p.Status()), nullable(p.Feature())
@@ -348,9 +365,7 @@ func playbookOutput(d *state.PlaybookDecision) *stateOutput {
 			}
 			fmt.Fprintf(w, "action%s: %s\n", kind, *doc.Action)
 		}
-		for _, f := range doc.Findings {
-			fmt.Fprintf(w, "finding: %s\n", f.Message)
-		}
+		printFindings(w, doc.Findings, doc.Reason)
 		if doc.Written != nil {
 			fmt.Fprintf(w, "wrote %s: %s\n", *doc.Written, *doc.Note)
 		}
@@ -422,9 +437,7 @@ func phaseOutput(d *state.PhaseDecision) *stateOutput {
 		if doc.Action != nil {
 			fmt.Fprintf(w, "action: %s\n", *doc.Action)
 		}
-		for _, f := range doc.Findings {
-			fmt.Fprintf(w, "finding: %s\n", f.Message)
-		}
+		printFindings(w, doc.Findings, doc.Reason)
 	}}
 }
 
@@ -469,7 +482,7 @@ func stateCheck(c *cli.Context) (*stateOutput, error) {
 
 func playbookBlocked(d *state.PlaybookDecision) error {
 	return withHint(exitErrorf(exitGuard, "blocked: %s", d.Reason),
-		"after review, record the spec's new hash in "+d.File+" (spec_hash: the output of sha256sum "+hintQuote(filepath.Join(filepath.Dir(d.File), state.SpecFile))+")")
+		"once a human has reviewed the spec, record its hash as spec_hash in "+d.File+": sha256sum "+hintQuote(filepath.Join(filepath.Dir(d.File), state.SpecFile)))
 }
 
 func phaseBlocked(d *state.PhaseDecision, dir string) error {
@@ -517,7 +530,7 @@ func stateResume(c *cli.Context) (*stateOutput, error) {
 		return nil, withHint(exitErrorf(exitFailure, "not resumed: human checkpoint %q is pending", d.Pending),
 			"present it; once approved, mark it cleared in "+d.File+" (- [x] "+d.Pending+") and run this again")
 	case state.DecisionFresh, state.DecisionStartFresh:
-		return nil, withHint(exitErrorf(exitFailure, "nothing to resume: %s", d.Reason), "start a new run")
+		return nil, withHint(exitErrorf(exitFailure, "not resumed: %s", d.Reason), "start a new run")
 	}
 	now := o.Now()
 	if err := state.Resume(d, now); err != nil {

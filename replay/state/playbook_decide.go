@@ -82,6 +82,7 @@ type PlaybookDecision struct {
 	Partial    bool   // the stage is not idempotent: continue, never restart
 	Pending    string // the pending human checkpoint (waiting-for-human)
 	Findings   []Finding
+	Blocking   []Finding // what makes the decision blocked
 
 	// What Resume writes besides the note: stages to mark incomplete again, a
 	// stage to record as done (an in-progress stage whose artifact is
@@ -165,7 +166,7 @@ func DecidePlaybook(featureDir string) (*PlaybookDecision, error) {
 	}
 	if blocked := checkSpecHash(featureDir, p); blocked != nil {
 		d.Decision, d.Reason = DecisionBlocked, blocked.Message
-		d.Findings = append(d.Findings, *blocked)
+		d.Blocking = append(d.Blocking, *blocked)
 		return d, nil
 	}
 
