@@ -461,6 +461,9 @@ func stateCheck(c *cli.Context) (*stateOutput, error) {
 		if d.Decision == state.DecisionBlocked {
 			return out, phaseBlocked(d, t.Dir)
 		}
+		if d.Store.Phase != nil && (d.Decision == state.DecisionStartFresh || d.Decision == state.DecisionFresh) {
+			o.hintf("archive the old state before starting afresh: rewind state archive %s", hintQuote(t.Dir))
+		}
 		return out, nil
 	case t.Dir == "":
 		reason := "no state file in " + dir
@@ -497,7 +500,14 @@ func phaseBlocked(d *state.PhaseDecision, dir string) error {
 	if kinds["stale"] {
 		hints = append(hints, "to resume anyway, proceed with caution: rewind state check "+hintQuote(dir)+" --allow-stale")
 	}
-	hints = append(hints, "or archive the state and start afresh: rewind state archive "+hintQuote(dir))
+	if kinds["output_missing"] {
+		hints = append(hints, "bring the missing output back (from a checkpoint: rewind checkpoint restore REF --file PATH)")
+	}
+	archive := "archive the state and start afresh: rewind state archive " + hintQuote(dir)
+	if len(hints) > 0 {
+		archive = "or " + archive
+	}
+	hints = append(hints, archive)
 	return withHint(exitErrorf(exitGuard, "blocked: %s", d.Reason), hints...)
 }
 

@@ -217,7 +217,7 @@ func (d *PhaseDecision) validate(opt CheckOptions) {
 	}
 	for _, c := range ph.CompletedPhases {
 		if c.Output != "" && !exists(s.resolve(c.Output)) {
-			block("output_missing", "%s's output %s is missing", c.Phase, c.Output)
+			block("output_missing", "the %s output %s is missing", c.Phase, c.Output)
 		}
 	}
 	for _, p := range ph.progression() {
