@@ -357,7 +357,7 @@ func (d *PhaseDecision) executionAction() string {
 	for _, t := range x.Tasks {
 		switch t.Status {
 		case "pending":
-			return fmt.Sprintf("Continue the execution loop at task %s (attempt %d).", t.ID, t.Attempts+1)
+			return fmt.Sprintf("Continue the execution loop at task %s (%d attempts so far).", t.ID, t.Attempts)
 		case "failed":
 			return fmt.Sprintf("Continue the execution loop: task %s failed after %d attempts; retry or escalate it.", t.ID, t.Attempts)
 		}
