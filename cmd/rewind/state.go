@@ -687,7 +687,7 @@ func stateSet(c *cli.Context) (*stateOutput, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !c.IsSet("phase") && !c.IsSet("status") && !c.Bool("approve") && !c.IsSet("workflow-id") {
+	if !c.IsSet("phase") && !c.IsSet("status") && !c.Bool("approve") && !c.IsSet("workflow-id") && !c.IsSet("output") {
 		return nil, usageErrorf("state set needs --phase, --status, --approve or --workflow-id")
 	}
 	p, err := state.Set(root, state.SetOptions{Phase: c.String("phase"), Status: c.String("status"), Output: c.String("output"),

@@ -414,7 +414,7 @@ func Set(root string, o SetOptions) (*PhaseState, error) {
 	}
 	p.LastUpdated = ts
 	if problems := p.progression(); len(problems) > 0 {
-		return nil, &UsageError{fmt.Sprintf("%s: the update would leave %s; nothing written", s.PhasePath, problems[0])}
+		return nil, &UsageError{fmt.Sprintf("%s: refused, nothing written: %s", s.PhasePath, problems[0])}
 	}
 	if _, err := ParsePhase(s.PhasePath, p.Bytes()); err != nil {
 		return nil, err
