@@ -79,7 +79,8 @@ type Playbook struct {
 	NotesLine   int               // the line of the ## Notes heading, 0 without one
 
 	lines      []string       // the file's lines, without line ends
-	crlf       bool           // the file ends its lines with \r\n
+	cr         []bool         // lines[i] ended with \r\n, kept as it was
+	crlf       bool           // new lines end with \r\n (the file's first line does)
 	headerLine map[string]int // key -> index into lines
 	headerEnd  int            // index of the first line after the header block
 	sections   map[string]section
@@ -169,13 +170,19 @@ func ParsePlaybook(file string, data []byte) (*Playbook, error) {
 	}
 	text := string(data)
 	p := &Playbook{Header: map[string]string{}, headerLine: map[string]int{}, sections: map[string]section{}}
-	p.crlf = strings.Contains(text, "\r\n")
+	if i := strings.IndexByte(text, '\n'); i > 0 && text[i-1] == '\r' {
+		p.crlf = true
+	}
 	text = strings.TrimSuffix(text, "\n")
 	if text != "" {
 		p.lines = strings.Split(text, "\n")
 	}
+	p.cr = make([]bool, len(p.lines))
 	for i, l := range p.lines {
-		p.lines[i] = strings.TrimSuffix(l, "\r")
+		if i < len(p.lines)-1 || strings.HasSuffix(string(data), "\n") {
+			p.cr[i] = strings.HasSuffix(l, "\r")
+			p.lines[i] = strings.TrimSuffix(l, "\r")
+		}
 	}
 
 	// The header block: everything before the first ## heading.
@@ -297,16 +304,18 @@ func (p *Playbook) checkHeader(perr func(int, string, ...any) error) error {
 	return nil
 }
 
-// Bytes renders the playbook, with the file's own line ends.
+// Bytes renders the playbook, each line with the line end it had (new lines
+// with the file's), and a final line end.
 func (p *Playbook) Bytes() []byte {
-	nl := "\n"
-	if p.crlf {
-		nl = "\r\n"
+	var b strings.Builder
+	for i, l := range p.lines {
+		b.WriteString(l)
+		if p.cr[i] {
+			b.WriteByte('\r')
+		}
+		b.WriteByte('\n')
 	}
-	if len(p.lines) == 0 {
-		return nil
-	}
-	return []byte(strings.Join(p.lines, nl) + nl)
+	return []byte(b.String())
 }
 
 // setHeader sets key to value: its line is rewritten in place, a new key goes
@@ -341,6 +350,11 @@ func (p *Playbook) setHeader(key, value string) {
 func (p *Playbook) insertLines(at int, lines ...string) {
 	n := len(lines)
 	p.lines = append(p.lines[:at], append(append([]string{}, lines...), p.lines[at:]...)...)
+	crs := make([]bool, n)
+	for i := range crs {
+		crs[i] = p.crlf
+	}
+	p.cr = append(p.cr[:at], append(crs, p.cr[at:]...)...)
 	shift := func(i int) int {
 		if i >= at {
 			return i + n
@@ -434,6 +448,9 @@ func (p *Playbook) appendSection(heading string, lines ...string) {
 	add = append(add, heading, "")
 	add = append(add, lines...)
 	p.lines = append(p.lines, add...)
+	for range add {
+		p.cr = append(p.cr, p.crlf)
+	}
 	name := strings.ToLower(strings.TrimSpace(strings.TrimLeft(heading, "#")))
 	p.sections[name] = section{start: at + len(add) - len(lines) - 2, end: len(p.lines)}
 }

@@ -376,7 +376,7 @@ func artifactComplete(stage, path string) (bool, string) {
 
 var (
 	headingRE   = regexp.MustCompile(`^(#{1,6})\s+(.*)$`)
-	tableSepRE  = regexp.MustCompile(`^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?$`)
+	tableSepRE  = regexp.MustCompile(`^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?$`)
 	pendingCell = regexp.MustCompile(`(?i)^(\[ \]|todo|tbd|pending|\?+|…|\.\.\.|-|—)$`)
 )
 
