@@ -28,7 +28,7 @@ const stateDirHelp = "DIR (default: the work tree) is a feature folder holding .
 func stateCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "state",
-		Usage: "resume decisions and safe writes for state-file pipelines (.pipeline-state.md, memory/state/*.json)",
+		Usage: "resume decisions and safe writes for pipelines that keep state files",
 		Subcommands: []*cli.Command{
 			{
 				Name:      "check",
