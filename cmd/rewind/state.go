@@ -653,6 +653,10 @@ func stateWrite(c *cli.Context) (*stateOutput, error) {
 	if err != nil {
 		return nil, err
 	}
+	if isTerminal(o.Stdin) {
+		return nil, withHint(usageErrorf("state write reads the new document on stdin, which is a terminal"),
+			"pipe it in: rewind state write "+hintQuote(file)+" < new.json")
+	}
 	data, err := io.ReadAll(io.LimitReader(o.Stdin, maxDocument+1))
 	if err != nil {
 		return nil, fmt.Errorf("read stdin: %w", err)
