@@ -590,6 +590,9 @@ func stateRecover(c *cli.Context) (*stateOutput, error) {
 		return nil, err
 	}
 	res, err := state.Recover(root, o.Now())
+	if errors.Is(err, state.ErrNoState) {
+		return nil, withHint(withCode(exitFailure, err), "there is no memory/state/phase.json or execution.json in "+root+": nothing to recover")
+	}
 	if err != nil {
 		return nil, stateError(err, root)
 	}

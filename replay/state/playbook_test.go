@@ -232,3 +232,24 @@ func FuzzParsePlaybook(f *testing.F) {
 		}
 	})
 }
+
+// FuzzConstitutionCheck: any ADR is judged without a panic, and one judged
+// complete has a Constitution Check heading and a table row.
+func FuzzConstitutionCheck(f *testing.F) {
+	f.Add("## Constitution Check\n\n| P | S |\n|---|---|\n| a | PASS |\n")
+	f.Add("# ADR\n### constitution check\n|a|\n|-|\n|[ ]|\n## Next\n")
+	f.Add("## Constitution Check\n| x |\n")
+	path := filepath.Join(f.TempDir(), "adr.md")
+	f.Fuzz(func(t *testing.T, adr string) {
+		if err := os.WriteFile(path, []byte(adr), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ok, why := constitutionCheckComplete(path)
+		if ok && (why != "" || !strings.Contains(strings.ToLower(adr), "constitution check") || !strings.Contains(adr, "|")) {
+			t.Fatalf("judged complete: %q", adr)
+		}
+		if !ok && why == "" {
+			t.Fatalf("judged incomplete without a reason: %q", adr)
+		}
+	})
+}
