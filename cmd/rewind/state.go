@@ -220,9 +220,9 @@ func stateDir(c *cli.Context) (string, error) {
 
 // locate resolves DIR, asking which run on a terminal when a project root
 // holds several unfinished ones.
-func locate(c *cli.Context, dir string) (*state.Target, error) {
+func locate(c *cli.Context, dir, only string) (*state.Target, error) {
 	o := opts(c)
-	t, err := state.Locate(dir)
+	t, err := state.Locate(dir, only)
 	if err != nil {
 		return nil, err
 	}
@@ -447,7 +447,7 @@ func stateCheck(c *cli.Context) (*stateOutput, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := locate(c, dir)
+	t, err := locate(c, dir, "")
 	if err != nil {
 		return nil, err
 	}
@@ -517,17 +517,17 @@ func stateResume(c *cli.Context) (*stateOutput, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := locate(c, dir)
+	t, err := locate(c, dir, state.StylePlaybook)
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case t.Style == state.StylePhase:
-		return nil, withHint(exitErrorf(exitFailure, "%s holds memory/state/ (phase.json), not a .pipeline-state.md: state resume applies the playbook's decision", dir),
-			"for memory/state use: rewind state recover "+hintQuote(dir)+", then rewind state set "+hintQuote(dir)+" --phase P --status in_progress")
-	case t.Dir == "":
-		return nil, withHint(exitErrorf(exitFailure, "nothing to resume: no unfinished %s in %s", state.PlaybookFile, dir),
-			"start a new run")
+	if t.Dir == "" {
+		hint := "start a new run"
+		if isDir(filepath.Join(dir, "memory", "state")) || filepath.Base(dir) == "state" {
+			hint = "state resume applies the playbook's decision to .pipeline-state.md; for memory/state use rewind state recover " +
+				hintQuote(dir) + ", then rewind state set " + hintQuote(dir) + " --phase P --status in_progress"
+		}
+		return nil, withHint(exitErrorf(exitFailure, "nothing to resume: no unfinished %s in %s", state.PlaybookFile, dir), hint)
 	}
 	d, err := state.DecidePlaybook(t.Dir)
 	if err != nil {

@@ -38,8 +38,9 @@ type Candidate struct {
 // .pipeline-state.md; a memory/state directory or a project root holding one
 // (style 2); or a project root whose specs/*/.pipeline-state.md are searched
 // for the unfinished run (one that does not parse counts as unfinished: it may
-// be the run to repair). Paths keep the form DIR was given in.
-func Locate(dir string) (*Target, error) {
+// be the run to repair). Paths keep the form DIR was given in. With only
+// set to StylePlaybook, memory/state is not looked for.
+func Locate(dir, only string) (*Target, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, unwrapPath(err))
@@ -51,14 +52,14 @@ func Locate(dir string) (*Target, error) {
 		return &Target{Style: StylePlaybook, Dir: dir}, nil
 	}
 	abs, _ := filepath.Abs(dir)
-	if filepath.Base(abs) == "state" && filepath.Base(filepath.Dir(abs)) == "memory" {
+	if only != StylePlaybook && filepath.Base(abs) == "state" && filepath.Base(filepath.Dir(abs)) == "memory" {
 		return &Target{Style: StylePhase, Dir: filepath.Join(dir, "..", "..")}, nil
 	}
 	t := &Target{}
 	features, _ := filepath.Glob(filepath.Join(dir, "specs", "*", PlaybookFile))
 	sort.Strings(features)
 	sd := StateDirOf(dir)
-	if exists(filepath.Join(sd, PhaseFile)) || exists(filepath.Join(sd, ExecutionFile)) {
+	if only != StylePlaybook && (exists(filepath.Join(sd, PhaseFile)) || exists(filepath.Join(sd, ExecutionFile))) {
 		t.Style, t.Dir = StylePhase, dir
 		if len(features) > 0 {
 			t.Notes = append(t.Notes, fmt.Sprintf("%s also holds %d %s files under specs/: pass a feature folder to check one", dir, len(features), PlaybookFile))
