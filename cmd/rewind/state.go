@@ -117,13 +117,13 @@ func stateAction(fn func(*cli.Context) (*stateOutput, error)) cli.ActionFunc {
 			}
 		}
 		if err != nil && o.JSON && out == nil {
-			writeJSON(o, errorDoc(err))
+			writeJSON(o, stateErrorDoc(err))
 		}
 		return err
 	}
 }
 
-type errorJSON struct {
+type stateErrorJSON struct {
 	Error struct {
 		Code    string   `json:"code"`
 		Exit    int      `json:"exit"`
@@ -132,9 +132,9 @@ type errorJSON struct {
 	} `json:"error"`
 }
 
-// errorDoc is the --json form of an error: the exit code and hints report
+// stateErrorDoc is the --json form of an error: the exit code and hints report
 // gives it.
-func errorDoc(err error) errorJSON {
+func stateErrorDoc(err error) stateErrorJSON {
 	code, hints := classify(err)
 	var ce *cliError
 	if errors.As(err, &ce) {
@@ -143,7 +143,7 @@ func errorDoc(err error) errorJSON {
 		}
 		hints = append(append([]string{}, ce.hints...), hints...)
 	}
-	var doc errorJSON
+	var doc stateErrorJSON
 	doc.Error.Exit, doc.Error.Message, doc.Error.Hints = code, err.Error(), hints
 	if doc.Error.Hints == nil {
 		doc.Error.Hints = []string{}
@@ -175,7 +175,7 @@ func stateError(err error, dir string) error {
 		for _, p := range se.Problems[1:] {
 			hints = append(hints, "also: "+p)
 		}
-		hints = append(hints, "nothing was changed; fix the file, or move the state aside and start afresh: rewind state archive "+hintQuote(dir))
+		hints = append(hints, "nothing was changed; fix the file, or move the state aside and start afresh: rewind state archive "+stateQuote(dir))
 		return withHint(withCode(exitFailure, err), hints...)
 	case errors.As(err, &pe):
 		return withHint(withCode(exitFailure, err), "nothing was changed; fix the file by hand (the README's \"state\" section has the format)")
@@ -186,14 +186,14 @@ func stateError(err error, dir string) error {
 	case errors.As(err, &oe):
 		return withHint(withCode(exitFailure, err), "nothing was changed; set the task's status yourself with rewind state write")
 	case errors.Is(err, state.ErrNoState):
-		return withHint(withCode(exitFailure, err), "start one with: rewind state set "+hintQuote(dir)+" --workflow-id ID --phase REQUIREMENTS --status in_progress")
+		return withHint(withCode(exitFailure, err), "start one with: rewind state set "+stateQuote(dir)+" --workflow-id ID --phase REQUIREMENTS --status in_progress")
 	}
 	return err
 }
 
-// hintQuote quotes s, when it needs quoting, for a hint that can be pasted
+// stateQuote quotes s, when it needs quoting, for a hint that can be pasted
 // into a shell.
-func hintQuote(s string) string {
+func stateQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@+") == "" {
 		return s
 	}
@@ -220,7 +220,7 @@ func stateDir(c *cli.Context) (string, error) {
 
 // locate resolves DIR, asking which run on a terminal when a project root
 // holds several unfinished ones.
-func locate(c *cli.Context, dir, only string) (*state.Target, error) {
+func stateLocate(c *cli.Context, dir, only string) (*state.Target, error) {
 	o := opts(c)
 	t, err := state.Locate(dir, only)
 	if err != nil {
@@ -253,7 +253,7 @@ func locate(c *cli.Context, dir, only string) (*state.Target, error) {
 	}
 	hints := []string{"pass the feature folder of the run you mean:"}
 	for _, cand := range t.Candidates {
-		hints = append(hints, fmt.Sprintf("  rewind %s %s   # %s", commandName(c), hintQuote(cand.Dir), describe(cand)))
+		hints = append(hints, fmt.Sprintf("  rewind %s %s   # %s", commandName(c), stateQuote(cand.Dir), describe(cand)))
 	}
 	return nil, withHint(exitErrorf(exitFailure, "%s holds %d unfinished runs under specs/; which one?", dir, len(t.Candidates)), hints...)
 }
@@ -264,8 +264,8 @@ type stateFindingJSON struct {
 	Blocking bool   `json:"blocking"`
 }
 
-// printFindings lists the findings the reason line has not already said.
-func printFindings(w io.Writer, findings []stateFindingJSON, reason string) {
+// statePrintFindings lists the findings the reason line has not already said.
+func statePrintFindings(w io.Writer, findings []stateFindingJSON, reason string) {
 	for _, f := range findings {
 		if !strings.Contains(reason, f.Message) {
 			fmt.Fprintf(w, "finding: %s\n", f.Message)
@@ -284,9 +284,9 @@ func stateFindingsJSON(blocking, other []state.Finding) []stateFindingJSON {
 	return out
 }
 
-// playbookJSON is `state check` and `state resume` for style 1 (and for a
+// statePlaybookJSON is `state check` and `state resume` for style 1 (and for a
 // directory without any state).
-type playbookJSON struct {
+type statePlaybookJSON struct {
 	Style              *string            `json:"style"`
 	StateFile          *string            `json:"state_file"`
 	Decision           string             `json:"decision"`
@@ -306,20 +306,20 @@ type playbookJSON struct {
 	Note               *string            `json:"note"`
 }
 
-func nullable(s string) *string {
+func stateNullable(s string) *string {
 	if s == "" {
 		return nil
 	}
 	return &s
 }
 
-func playbookOutput(d *state.PlaybookDecision) *stateOutput {
-	doc := playbookJSON{Decision: d.Decision, Reason: d.Reason, Stage: nullable(d.Stage), Action: nullable(d.Action),
-		Partial: d.Partial, PendingCheckpoint: nullable(d.Pending), PriorStage: nullable(d.PriorStage),
+func statePlaybookOutput(d *state.PlaybookDecision) *stateOutput {
+	doc := statePlaybookJSON{Decision: d.Decision, Reason: d.Reason, Stage: stateNullable(d.Stage), Action: stateNullable(d.Action),
+		Partial: d.Partial, PendingCheckpoint: stateNullable(d.Pending), PriorStage: stateNullable(d.PriorStage),
 		ClearedCheckpoints: []string{}, CompletedStages: []string{}, Findings: stateFindingsJSON(d.Blocking, d.Findings)}
 	if p := d.Playbook; p != nil {
-		doc.Style, doc.StateFile = nullable(state.StylePlaybook), nullable(d.File)
-		doc.Status, doc.Feature = nullable(p.Status()), nullable(p.Feature())
+		doc.Style, doc.StateFile = stateNullable(state.StylePlaybook), stateNullable(d.File)
+		doc.Status, doc.Feature = stateNullable(p.Status()), stateNullable(p.Feature())
 		doc.ClearedCheckpoints = append(doc.ClearedCheckpoints, p.ClearedCheckpoints()...)
 		for _, e := range p.Completed {
 			if e.Done {
@@ -365,7 +365,7 @@ func playbookOutput(d *state.PlaybookDecision) *stateOutput {
 			}
 			fmt.Fprintf(w, "action%s: %s\n", kind, *doc.Action)
 		}
-		printFindings(w, doc.Findings, doc.Reason)
+		statePrintFindings(w, doc.Findings, doc.Reason)
 		if doc.Written != nil {
 			fmt.Fprintf(w, "wrote %s: %s\n", *doc.Written, *doc.Note)
 		}
@@ -393,14 +393,14 @@ type statePhaseJSON struct {
 	Findings        []stateFindingJSON `json:"findings"`
 }
 
-func phaseOutput(d *state.PhaseDecision) *stateOutput {
+func statePhaseOutput(d *state.PhaseDecision) *stateOutput {
 	doc := statePhaseJSON{Style: state.StylePhase, StateFile: d.Store.PhasePath, Decision: d.Decision, Reason: d.Reason,
-		Phase: nullable(d.Phase), Action: nullable(d.Action), CompletedPhases: []string{}, Approved: []string{},
+		Phase: stateNullable(d.Phase), Action: stateNullable(d.Action), CompletedPhases: []string{}, Approved: []string{},
 		Advanced: append([]string{}, d.Advanced...), Tasks: d.Tasks, Orphaned: append([]string{}, d.Orphaned...),
 		Findings: stateFindingsJSON(d.Blocking, d.Findings)}
 	if ph := d.Store.Phase; ph != nil {
-		doc.WorkflowID, doc.StartedAt, doc.LastUpdated = nullable(ph.WorkflowID), nullable(ph.StartedAt), nullable(ph.LastUpdated)
-		doc.CurrentPhase, doc.PhaseStatus = nullable(ph.CurrentPhase), nullable(ph.PhaseStatus)
+		doc.WorkflowID, doc.StartedAt, doc.LastUpdated = stateNullable(ph.WorkflowID), stateNullable(ph.StartedAt), stateNullable(ph.LastUpdated)
+		doc.CurrentPhase, doc.PhaseStatus = stateNullable(ph.CurrentPhase), stateNullable(ph.PhaseStatus)
 		for _, cp := range ph.CompletedPhases {
 			doc.CompletedPhases = append(doc.CompletedPhases, cp.Phase)
 		}
@@ -437,7 +437,7 @@ func phaseOutput(d *state.PhaseDecision) *stateOutput {
 		if doc.Action != nil {
 			fmt.Fprintf(w, "action: %s\n", *doc.Action)
 		}
-		printFindings(w, doc.Findings, doc.Reason)
+		statePrintFindings(w, doc.Findings, doc.Reason)
 	}}
 }
 
@@ -447,7 +447,7 @@ func stateCheck(c *cli.Context) (*stateOutput, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := locate(c, dir, "")
+	t, err := stateLocate(c, dir, "")
 	if err != nil {
 		return nil, err
 	}
@@ -457,12 +457,12 @@ func stateCheck(c *cli.Context) (*stateOutput, error) {
 		if err != nil {
 			return nil, stateError(err, t.Dir)
 		}
-		out := phaseOutput(d)
+		out := statePhaseOutput(d)
 		if d.Decision == state.DecisionBlocked {
-			return out, phaseBlocked(d, t.Dir)
+			return out, statePhaseBlocked(d, t.Dir)
 		}
 		if d.Store.Phase != nil && (d.Decision == state.DecisionStartFresh || d.Decision == state.DecisionFresh) {
-			o.hintf("archive the old state before starting afresh: rewind state archive %s", hintQuote(t.Dir))
+			o.hintf("archive the old state before starting afresh: rewind state archive %s", stateQuote(t.Dir))
 		}
 		return out, nil
 	case t.Dir == "":
@@ -470,40 +470,40 @@ func stateCheck(c *cli.Context) (*stateOutput, error) {
 		if len(t.Finished) > 0 {
 			reason = fmt.Sprintf("no unfinished run in %s (%d finished: %s)", dir, len(t.Finished), strings.Join(t.Finished, ", "))
 		}
-		return playbookOutput(&state.PlaybookDecision{Decision: state.DecisionFresh, Reason: reason}), nil
+		return statePlaybookOutput(&state.PlaybookDecision{Decision: state.DecisionFresh, Reason: reason}), nil
 	}
 	d, err := state.DecidePlaybook(t.Dir)
 	if err != nil {
 		return nil, stateError(err, t.Dir)
 	}
-	out := playbookOutput(d)
+	out := statePlaybookOutput(d)
 	if d.Decision == state.DecisionBlocked {
-		return out, playbookBlocked(d)
+		return out, statePlaybookBlocked(d)
 	}
 	return out, nil
 }
 
-func playbookBlocked(d *state.PlaybookDecision) error {
+func statePlaybookBlocked(d *state.PlaybookDecision) error {
 	return withHint(exitErrorf(exitGuard, "blocked: %s", d.Reason),
-		"once a human has reviewed the spec, record its hash as spec_hash in "+d.File+": sha256sum "+hintQuote(filepath.Join(filepath.Dir(d.File), state.SpecFile)))
+		"once a human has reviewed the spec, record its hash as spec_hash in "+d.File+": sha256sum "+stateQuote(filepath.Join(filepath.Dir(d.File), state.SpecFile)))
 }
 
-func phaseBlocked(d *state.PhaseDecision, dir string) error {
+func statePhaseBlocked(d *state.PhaseDecision, dir string) error {
 	var hints []string
 	kinds := map[string]bool{}
 	for _, f := range d.Blocking {
 		kinds[f.Kind] = true
 	}
 	if kinds["interrupted_write"] {
-		hints = append(hints, "rewind state recover "+hintQuote(dir)+" checks both files and clears it")
+		hints = append(hints, "rewind state recover "+stateQuote(dir)+" checks both files and clears it")
 	}
 	if kinds["stale"] {
-		hints = append(hints, "to resume anyway, proceed with caution: rewind state check "+hintQuote(dir)+" --allow-stale")
+		hints = append(hints, "to resume anyway, proceed with caution: rewind state check "+stateQuote(dir)+" --allow-stale")
 	}
 	if kinds["output_missing"] {
 		hints = append(hints, "bring the missing output back (from a checkpoint: rewind checkpoint restore REF --file PATH)")
 	}
-	archive := "archive the state and start afresh: rewind state archive " + hintQuote(dir)
+	archive := "archive the state and start afresh: rewind state archive " + stateQuote(dir)
 	if len(hints) > 0 {
 		archive = "or " + archive
 	}
@@ -517,7 +517,7 @@ func stateResume(c *cli.Context) (*stateOutput, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := locate(c, dir, state.StylePlaybook)
+	t, err := stateLocate(c, dir, state.StylePlaybook)
 	if err != nil {
 		return nil, err
 	}
@@ -525,7 +525,7 @@ func stateResume(c *cli.Context) (*stateOutput, error) {
 		hint := "start a new run"
 		if isDir(filepath.Join(dir, "memory", "state")) || filepath.Base(dir) == "state" {
 			hint = "state resume applies the playbook's decision to .pipeline-state.md; for memory/state use rewind state recover " +
-				hintQuote(dir) + ", then rewind state set " + hintQuote(dir) + " --phase P --status in_progress"
+				stateQuote(dir) + ", then rewind state set " + stateQuote(dir) + " --phase P --status in_progress"
 		}
 		return nil, withHint(exitErrorf(exitFailure, "nothing to resume: no unfinished %s in %s", state.PlaybookFile, dir), hint)
 	}
@@ -535,7 +535,7 @@ func stateResume(c *cli.Context) (*stateOutput, error) {
 	}
 	switch d.Decision {
 	case state.DecisionBlocked:
-		return nil, playbookBlocked(d)
+		return nil, statePlaybookBlocked(d)
 	case state.DecisionWaitingForHuman:
 		return nil, withHint(exitErrorf(exitFailure, "not resumed: human checkpoint %q is pending", d.Pending),
 			"present it; once approved, mark it cleared in "+d.File+" (- [x] "+d.Pending+") and run this again")
@@ -546,20 +546,20 @@ func stateResume(c *cli.Context) (*stateOutput, error) {
 	if err := state.Resume(d, now); err != nil {
 		return nil, err
 	}
-	out := playbookOutput(d)
-	doc := out.doc.(*playbookJSON)
-	doc.Written, doc.Note = nullable(d.File), nullable(state.ResumeNote(now, d.PriorStage))
+	out := statePlaybookOutput(d)
+	doc := out.doc.(*statePlaybookJSON)
+	doc.Written, doc.Note = stateNullable(d.File), stateNullable(state.ResumeNote(now, d.PriorStage))
 	return out, nil
 }
 
-type recoverJSON struct {
+type stateRecoverJSON struct {
 	StateDir           string       `json:"state_dir"`
-	Repairs            []repairJSON `json:"repairs"`
+	Repairs            []stateRepairJSON `json:"repairs"`
 	ClearedInterrupted bool         `json:"cleared_interrupted"`
 	Written            []string     `json:"written"`
 }
 
-type repairJSON struct {
+type stateRepairJSON struct {
 	Task     string `json:"task"`
 	From     string `json:"from"`
 	To       string `json:"to"`
@@ -567,8 +567,8 @@ type repairJSON struct {
 	Why      string `json:"why"`
 }
 
-// phaseRoot is DIR as a style-2 project root.
-func phaseRoot(c *cli.Context) (string, error) {
+// statePhaseRoot is DIR as a style-2 project root.
+func statePhaseRoot(c *cli.Context) (string, error) {
 	dir, err := stateDir(c)
 	if err != nil {
 		return "", err
@@ -585,7 +585,7 @@ func phaseRoot(c *cli.Context) (string, error) {
 
 func stateRecover(c *cli.Context) (*stateOutput, error) {
 	o := opts(c)
-	root, err := phaseRoot(c)
+	root, err := statePhaseRoot(c)
 	if err != nil {
 		return nil, err
 	}
@@ -596,9 +596,9 @@ func stateRecover(c *cli.Context) (*stateOutput, error) {
 	if err != nil {
 		return nil, stateError(err, root)
 	}
-	doc := recoverJSON{StateDir: state.StateDirOf(root), Repairs: []repairJSON{}, ClearedInterrupted: res.ClearedInterrupted, Written: []string{}}
+	doc := stateRecoverJSON{StateDir: state.StateDirOf(root), Repairs: []stateRepairJSON{}, ClearedInterrupted: res.ClearedInterrupted, Written: []string{}}
 	for _, r := range res.Repairs {
-		doc.Repairs = append(doc.Repairs, repairJSON{r.ID, r.From, r.To, r.Attempts, r.Why})
+		doc.Repairs = append(doc.Repairs, stateRepairJSON{r.ID, r.From, r.To, r.Attempts, r.Why})
 	}
 	if len(res.Repairs) > 0 {
 		doc.Written = append(doc.Written, res.Store.ExecPath)
@@ -623,7 +623,7 @@ func stateRecover(c *cli.Context) (*stateOutput, error) {
 
 func stateArchive(c *cli.Context) (*stateOutput, error) {
 	o := opts(c)
-	root, err := phaseRoot(c)
+	root, err := statePhaseRoot(c)
 	if err != nil {
 		return nil, err
 	}
@@ -647,8 +647,8 @@ func stateArchive(c *cli.Context) (*stateOutput, error) {
 	}}, err
 }
 
-// maxDocument bounds what state write reads from stdin.
-const maxDocument = 4 << 20
+// stateMaxDocument bounds what state write reads from stdin.
+const stateMaxDocument = 4 << 20
 
 func stateWrite(c *cli.Context) (*stateOutput, error) {
 	o := opts(c)
@@ -658,14 +658,14 @@ func stateWrite(c *cli.Context) (*stateOutput, error) {
 	}
 	if isTerminal(o.Stdin) {
 		return nil, withHint(usageErrorf("state write reads the new document on stdin, which is a terminal"),
-			"pipe it in: rewind state write "+hintQuote(file)+" < new.json")
+			"pipe it in: rewind state write "+stateQuote(file)+" < new.json")
 	}
-	data, err := io.ReadAll(io.LimitReader(o.Stdin, maxDocument+1))
+	data, err := io.ReadAll(io.LimitReader(o.Stdin, stateMaxDocument+1))
 	if err != nil {
 		return nil, fmt.Errorf("read stdin: %w", err)
 	}
-	if len(data) > maxDocument {
-		return nil, exitErrorf(exitFailure, "the document on stdin is over %d bytes: not a state file; nothing written", maxDocument)
+	if len(data) > stateMaxDocument {
+		return nil, exitErrorf(exitFailure, "the document on stdin is over %d bytes: not a state file; nothing written", stateMaxDocument)
 	}
 	if err := state.WriteDocument(file, data); err != nil {
 		var se *state.SchemaError
@@ -690,7 +690,7 @@ func stateWrite(c *cli.Context) (*stateOutput, error) {
 
 func stateSet(c *cli.Context) (*stateOutput, error) {
 	o := opts(c)
-	root, err := phaseRoot(c)
+	root, err := statePhaseRoot(c)
 	if err != nil {
 		return nil, err
 	}
