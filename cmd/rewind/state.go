@@ -553,10 +553,10 @@ func stateResume(c *cli.Context) (*stateOutput, error) {
 }
 
 type stateRecoverJSON struct {
-	StateDir           string       `json:"state_dir"`
+	StateDir           string            `json:"state_dir"`
 	Repairs            []stateRepairJSON `json:"repairs"`
-	ClearedInterrupted bool         `json:"cleared_interrupted"`
-	Written            []string     `json:"written"`
+	ClearedInterrupted bool              `json:"cleared_interrupted"`
+	Written            []string          `json:"written"`
 }
 
 type stateRepairJSON struct {
