@@ -14,10 +14,11 @@ import (
 )
 
 // TestKillDuringWrite kills the rewind binary with SIGKILL at random instants of
-// `state resume` and `state recover`, and checks after every kill that each
-// state file is whole, the old one or the new one (phase.json may also be the
-// old one marked interruption_safe false, the first step of the protocol), and
-// that running the command again finishes the job. A quick count of rounds runs
+// `state resume`, `state recover`, `state set` and `state archive`, and checks
+// after every kill that each state file is whole, the old one or the new one
+// (phase.json may also be the old one marked interruption_safe false, the
+// first step of the protocol), that archives are whole, and that running the
+// command again finishes the job. A quick count of rounds runs
 // in `go test`; REWIND_SOAK=1 (`make soak`) runs hundreds.
 func TestKillDuringWrite(t *testing.T) {
 	if testing.Short() {
@@ -44,13 +45,20 @@ func TestKillDuringWrite(t *testing.T) {
 	// fixed, so a rerun writes the same bytes), and how long a run takes.
 	resumeNew := k.reference("resume", tmp)
 	recoverNew := k.reference("recover", tmp)
+	setNew := k.reference("set", tmp)
+	k.reference("archive", tmp)
 
 	for n := 1; n <= rounds; n++ {
 		dir := filepath.Join(tmp, fmt.Sprintf("round-%d", n))
-		if n%2 == 1 {
+		switch n % 4 {
+		case 1:
 			k.roundResume(dir, resumeNew)
-		} else {
+		case 2:
 			k.roundRecover(dir, recoverNew)
+		case 3:
+			k.roundSet(dir, setNew)
+		default:
+			k.roundArchive(dir)
 		}
 	}
 	t.Logf("outcomes after the kills: %v", k.outcomes)
@@ -122,7 +130,11 @@ func (k *killer) read(path string) []byte {
 }
 
 func (k *killer) command(op, dir string) *exec.Cmd {
-	cmd := exec.Command(k.bin, "state", op, dir)
+	args := []string{"state", op, dir}
+	if op == "set" {
+		args = append(args, "--status", "complete", "--output", "out/009.json")
+	}
+	cmd := exec.Command(k.bin, args...)
 	cmd.Env = append(os.Environ(), "REWIND_NOW="+killNow, "NO_COLOR=1")
 	return cmd
 }
@@ -138,7 +150,7 @@ func (k *killer) reference(op, tmp string) map[string][]byte {
 		if op == "resume" {
 			k.setupResume(dir)
 		} else {
-			k.setupRecover(dir)
+			k.setupRecover(dir) // set and archive work on the same state
 		}
 		start := time.Now()
 		if b, err := k.command(op, dir).CombinedOutput(); err != nil {
@@ -152,12 +164,20 @@ func (k *killer) reference(op, tmp string) map[string][]byte {
 	}
 	k.typical[op] = sum / time.Duration(len(runs))
 	k.t.Logf("state %s takes about %s", op, k.typical[op].Round(time.Microsecond))
-	if op == "resume" {
+	switch op {
+	case "archive":
+		return nil
+	case "set":
+		out[PhaseFile] = k.read(filepath.Join(dir, "memory", "state", PhaseFile))
+		if bytes.Equal(out[PhaseFile], killPhase().Bytes()) {
+			k.t.Fatal("state set changed nothing: the test would prove nothing")
+		}
+	case "resume":
 		out[PlaybookFile] = k.read(filepath.Join(dir, PlaybookFile))
 		if bytes.Equal(out[PlaybookFile], []byte(killPlaybook)) {
 			k.t.Fatal("state resume changed nothing: the test would prove nothing")
 		}
-	} else {
+	default:
 		sd := filepath.Join(dir, "memory", "state")
 		out[PhaseFile] = k.read(filepath.Join(sd, PhaseFile))
 		out[ExecutionFile] = k.read(filepath.Join(sd, ExecutionFile))
@@ -269,4 +289,88 @@ func mustTime(t *testing.T, s string) time.Time {
 		t.Fatal(err)
 	}
 	return tm
+}
+
+func (k *killer) roundSet(dir string, want map[string][]byte) {
+	k.setupRecover(dir)
+	file := filepath.Join(dir, "memory", "state", PhaseFile)
+	marked := killPhase()
+	marked.InterruptionSafe = false
+	k.runKilled("set", dir)
+	switch got := k.read(file); {
+	case bytes.Equal(got, killPhase().Bytes()):
+		k.outcomes["set: old"]++
+	case bytes.Equal(got, marked.Bytes()):
+		k.outcomes["set: marked"]++
+	case bytes.Equal(got, want[PhaseFile]):
+		k.outcomes["set: new"]++
+	default:
+		k.t.Fatalf("after a kill, phase.json is neither old, old marked, nor new:\n%s", got)
+	}
+	if b, err := k.command("set", dir).CombinedOutput(); err != nil {
+		k.t.Fatalf("state set after a kill: %v\n%s", err, b)
+	}
+	if got := k.read(file); !bytes.Equal(got, want[PhaseFile]) {
+		k.t.Fatalf("phase.json after setting again differs from an uninterrupted run:\n%s", got)
+	}
+}
+
+// roundArchive: after a kill, every archive is whole (both files, the old
+// bytes), what is left in memory/state is old bytes, and phase.json is never
+// left without execution.json's being there too (it goes first); archiving
+// again leaves no state behind.
+func (k *killer) roundArchive(dir string) {
+	k.setupRecover(dir)
+	old := map[string][]byte{PhaseFile: killPhase().Bytes(), ExecutionFile: killExecution().Bytes()}
+	sd := filepath.Join(dir, "memory", "state")
+	k.runKilled("archive", dir)
+	checkArchives := func() int {
+		entries, _ := os.ReadDir(filepath.Join(sd, ArchiveDir))
+		n := 0
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			n++
+			// An archive holds both files, or execution.json alone when a
+			// kill left it alone and the rerun archived it.
+			if !exists(filepath.Join(sd, ArchiveDir, e.Name(), ExecutionFile)) {
+				k.t.Fatalf("archive %s has no execution.json", e.Name())
+			}
+			for f, data := range old {
+				got, err := os.ReadFile(filepath.Join(sd, ArchiveDir, e.Name(), f))
+				if err == nil && !bytes.Equal(got, data) {
+					k.t.Fatalf("archive %s holds a %s that is not the state's:\n%s", e.Name(), f, got)
+				}
+			}
+		}
+		return n
+	}
+	archives := checkArchives()
+	left := ""
+	for _, f := range []string{PhaseFile, ExecutionFile} {
+		if data, err := os.ReadFile(filepath.Join(sd, f)); err == nil {
+			if !bytes.Equal(data, old[f]) {
+				k.t.Fatalf("after a kill, %s changed:\n%s", f, data)
+			}
+			left += " " + f
+		}
+	}
+	if left == " "+PhaseFile {
+		k.t.Fatal("after a kill, phase.json is left without execution.json")
+	}
+	k.outcomes[fmt.Sprintf("archive: %d archives, left:%s", archives, left)]++
+	if left != "" {
+		if b, err := k.command("archive", dir).CombinedOutput(); err != nil {
+			k.t.Fatalf("state archive after a kill: %v\n%s", err, b)
+		}
+	}
+	for _, f := range []string{PhaseFile, ExecutionFile} {
+		if exists(filepath.Join(sd, f)) {
+			k.t.Fatalf("%s is still there after archiving again", f)
+		}
+	}
+	if left != " "+ExecutionFile && checkArchives() == 0 {
+		k.t.Fatal("no archive after archiving again")
+	}
 }
