@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -300,6 +301,7 @@ type statePlaybookJSON struct {
 	PendingCheckpoint  *string            `json:"pending_checkpoint"`
 	ClearedCheckpoints []string           `json:"cleared_checkpoints"`
 	CompletedStages    []string           `json:"completed_stages"`
+	ReopenedStages     []string           `json:"reopened_stages"`
 	NotesLine          *int               `json:"notes_line"`
 	Findings           []stateFindingJSON `json:"findings"`
 	Written            *string            `json:"written"`
@@ -316,13 +318,13 @@ func stateNullable(s string) *string {
 func statePlaybookOutput(d *state.PlaybookDecision) *stateOutput {
 	doc := statePlaybookJSON{Decision: d.Decision, Reason: d.Reason, Stage: stateNullable(d.Stage), Action: stateNullable(d.Action),
 		Partial: d.Partial, PendingCheckpoint: stateNullable(d.Pending), PriorStage: stateNullable(d.PriorStage),
-		ClearedCheckpoints: []string{}, CompletedStages: []string{}, Findings: stateFindingsJSON(d.Blocking, d.Findings)}
+		ClearedCheckpoints: []string{}, CompletedStages: []string{}, ReopenedStages: append([]string{}, d.Reopened...), Findings: stateFindingsJSON(d.Blocking, d.Findings)}
 	if p := d.Playbook; p != nil {
 		doc.Style, doc.StateFile = stateNullable(state.StylePlaybook), stateNullable(d.File)
 		doc.Status, doc.Feature = stateNullable(p.Status()), stateNullable(p.Feature())
 		doc.ClearedCheckpoints = append(doc.ClearedCheckpoints, p.ClearedCheckpoints()...)
 		for _, e := range p.Completed {
-			if e.Done {
+			if e.Done && !slices.Contains(d.Reopened, e.Stage) {
 				doc.CompletedStages = append(doc.CompletedStages, e.Stage)
 			}
 		}

@@ -83,11 +83,10 @@ type PlaybookDecision struct {
 	Pending    string // the pending human checkpoint (waiting-for-human)
 	Findings   []Finding
 	Blocking   []Finding // what makes the decision blocked
+	Reopened   []string  // completed stages the validations made incomplete again
 
-	// What Resume writes besides the note: stages to mark incomplete again, a
-	// stage to record as done (an in-progress stage whose artifact is
-	// complete), and its artifact.
-	reopen        []string
+	// What Resume writes besides the note and Reopened: a stage to record as
+	// done (an in-progress stage whose artifact is complete), and its artifact.
 	advanced      string
 	advancedPath  string
 	allStagesDone bool
@@ -246,7 +245,7 @@ func (d *PlaybookDecision) decideStage(featureDir string) {
 		if _, ok := resolveArtifact(featureDir, e.Artifact); ok {
 			continue
 		}
-		d.reopen = append(d.reopen, e.Stage)
+		d.Reopened = append(d.Reopened, e.Stage)
 		d.Findings = append(d.Findings, Finding{"artifact_missing", fmt.Sprintf("stage %s: its artifact %s is missing, so the stage is incomplete again", e.Stage, e.Artifact)})
 		if StageIndex(e.Stage) < StageIndex(stage) {
 			stage = e.Stage
@@ -284,8 +283,8 @@ func (d *PlaybookDecision) decideStage(featureDir string) {
 			if d.advanced != "" && StageIndex(d.advanced) >= StageIndex("architect") {
 				d.advanced = ""
 			}
-			if !contains(d.reopen, "architect") {
-				d.reopen = append(d.reopen, "architect")
+			if !contains(d.Reopened, "architect") {
+				d.Reopened = append(d.Reopened, "architect")
 			}
 		}
 	}
@@ -465,7 +464,7 @@ func Resume(d *PlaybookDecision, now time.Time) error {
 		return fmt.Errorf("%s: %w (the decision is %s)", d.File, ErrNotResumable, d.Decision)
 	}
 	p := d.Playbook
-	for _, st := range d.reopen {
+	for _, st := range d.Reopened {
 		for _, e := range p.Completed {
 			if e.Stage == st && e.Done {
 				p.setStageDone(st, "", false)

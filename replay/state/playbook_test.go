@@ -182,7 +182,7 @@ func TestDecidePlaybookArtifactFromProjectRoot(t *testing.T) {
 	}
 	// The spec path is from the project root and exists; clarify's artifact
 	// (the spec, without markers) is complete, so the run advances.
-	if d.Decision != DecisionResume || d.Stage != "architect" || len(d.reopen) != 0 {
+	if d.Decision != DecisionResume || d.Stage != "architect" || len(d.Reopened) != 0 {
 		t.Errorf("decision %+v", d)
 	}
 }
