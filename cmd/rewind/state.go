@@ -219,7 +219,7 @@ func stateDir(c *cli.Context) (string, error) {
 	return "", usageErrorf("%s takes at most one DIR; got %d arguments", commandName(c), c.NArg())
 }
 
-// locate resolves DIR, asking which run on a terminal when a project root
+// stateLocate resolves DIR, asking which run on a terminal when a project root
 // holds several unfinished ones.
 func stateLocate(c *cli.Context, dir, only string) (*state.Target, error) {
 	o := opts(c)
