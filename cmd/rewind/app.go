@@ -50,6 +50,7 @@ func commands() []*cli.Command {
 		pipelineCommand(),
 		replayCommand(),
 		nodeCommand(),
+		stateCommand(),
 		demoCommand(),
 	}
 }
