@@ -28,6 +28,9 @@ type DispatchError struct {
 	Msg   string
 	// DirMissing: the refusal is that the dispatch directory is gone.
 	DirMissing bool
+	// Inside: the refusal is that the copy target is the dispatch directory
+	// or lies inside it.
+	Inside bool
 }
 
 func (e *DispatchError) Error() string { return e.Msg }
@@ -74,6 +77,9 @@ func corruptMsg(cmd string, n int) error {
 // in increasing order, and the highest never hands out a number twice when
 // parallel dispatches complete out of order.
 func NextSeq(dir string) (int64, error) {
+	if err := checkOwner("seq", dir); err != nil {
+		return 0, err
+	}
 	f, err := os.Open(filepath.Join(dir, FileName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return 1, nil
@@ -104,6 +110,9 @@ type appender struct {
 }
 
 func openAppend(cmd, dir string) (*appender, error) {
+	if err := checkOwner(cmd, dir); err != nil {
+		return nil, err
+	}
 	path := filepath.Join(dir, FileName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o666)
 	if err != nil {
@@ -190,6 +199,9 @@ func After(dir string, c Completion, warn io.Writer) (string, error) {
 	if !contains(AfterStatuses, c.Status) {
 		return "", &DispatchError{Usage: true, Msg: fmt.Sprintf("dispatch after: status must be one of %s", pyList(AfterStatuses))}
 	}
+	if err := checkOwner("after", dir); err != nil {
+		return "", err
+	}
 	noPrev := refuse("dispatch after: no dispatched entry for seq %d — refusing to fabricate a completion record", c.Seq)
 	if _, err := os.Stat(filepath.Join(dir, FileName)); errors.Is(err, fs.ErrNotExist) {
 		return "", noPrev
@@ -220,95 +232,6 @@ func After(dir string, c Completion, warn io.Writer) (string, error) {
 		return "", refuse("dispatch after: write %s: %v", a.f.Name(), bareErr(err))
 	}
 	return PyStr(gjson.GetBytes(prev, "file")), nil
-}
-
-// Cleanup is `dispatch cleanup`: on success it copies manifest.jsonl and
-// receipt-ledger.jsonl (both must exist) to <scratch>/<basename of dir>/ and
-// deletes dir; with failed it copies the whole directory there, merging into an
-// existing copy, and leaves dir in place. Every file is written atomically. It
-// returns dispatch.py's message.
-func Cleanup(dir, scratch string, failed bool) (string, error) {
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return "", dirMissing(dir)
-	}
-	dst := pyJoin(scratch, PyBasename(pyNormpath(dir)))
-	if failed {
-		if err := copyTree(dir, dst, map[fileID]bool{}); err != nil {
-			return "", refuse("dispatch cleanup: %v", unwrapPath(err))
-		}
-		return fmt.Sprintf("copied dispatch dir to %s (left /tmp in place)", dst), nil
-	}
-	manifest := filepath.Join(dir, FileName)
-	ledger := filepath.Join(dir, LedgerName)
-	if !exists(manifest) || !exists(ledger) {
-		return "", refuse("dispatch cleanup: both manifest.jsonl and receipt-ledger.jsonl must exist before deleting the dispatch dir (refusing)")
-	}
-	if err := os.MkdirAll(dst, 0o777); err != nil {
-		return "", refuse("dispatch cleanup: %v", err)
-	}
-	// Hold the manifest lock while copying, so the copy ends on a whole line.
-	if f, err := os.Open(manifest); err == nil {
-		if lockFile(f, true) == nil {
-			defer f.Close()
-		} else {
-			f.Close()
-		}
-	}
-	for _, name := range []string{FileName, LedgerName} {
-		if err := copyFileAtomic(filepath.Join(dir, name), filepath.Join(dst, name)); err != nil {
-			return "", refuse("dispatch cleanup: copy %s: %v", name, unwrapPath(err))
-		}
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return "", refuse("dispatch cleanup: delete %s: %v", dir, unwrapPath(err))
-	}
-	return fmt.Sprintf("copied manifest.jsonl + receipt-ledger.jsonl to %s; deleted %s", dst, dir), nil
-}
-
-// fileID identifies a directory, to stop at a symlink loop.
-type fileID struct{ dev, ino uint64 }
-
-// copyTree copies src into dst as shutil.copytree(..., dirs_exist_ok=True)
-// does: symlinks followed, existing files overwritten, existing directories
-// merged into.
-func copyTree(src, dst string, onPath map[fileID]bool) error {
-	fi, err := os.Stat(src)
-	if err != nil {
-		return err
-	}
-	id, ok := idOf(fi)
-	if ok {
-		if onPath[id] {
-			return fmt.Errorf("%s: symlink loop", src)
-		}
-		onPath[id] = true
-		defer delete(onPath, id)
-	}
-	if err := os.MkdirAll(dst, 0o777); err != nil {
-		return err
-	}
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		s, d := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
-		efi, err := os.Stat(s) // follows symlinks
-		if err != nil {
-			return err
-		}
-		switch {
-		case efi.IsDir():
-			if err := copyTree(s, d, onPath); err != nil {
-				return err
-			}
-		case efi.Mode().IsRegular():
-			if err := copyFileAtomic(s, d); err != nil {
-				return err
-			}
-		}
-	}
-	return os.Chtimes(dst, fi.ModTime(), fi.ModTime())
 }
 
 func exists(p string) bool {

@@ -155,6 +155,14 @@ func strFlag(c *cli.Context, name string) *string {
 // dispatchFailed prints a dispatch.py message and exits with its code.
 func dispatchFailed(c *cli.Context, err error) error {
 	var de *manifest.DispatchError
+	var cf *manifest.CopyFailures
+	if errors.As(err, &cf) {
+		for _, line := range cf.Lines() {
+			fmt.Fprintln(opts(c).Stderr, line)
+		}
+		fmt.Fprintln(opts(c).Stderr, cf.Error())
+		return silentExit(exitFailure)
+	}
 	if errors.As(err, &de) {
 		fmt.Fprintln(opts(c).Stderr, de.Msg)
 		if de.Usage {

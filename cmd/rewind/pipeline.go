@@ -236,8 +236,21 @@ func pipelineFinish(c *cli.Context) error {
 	}
 	res, err := manifest.Finish(scratch, c.Bool("failed"))
 	var de *manifest.DispatchError
+	var cf *manifest.CopyFailures
+	if errors.As(err, &cf) {
+		var lines []string
+		for _, l := range append(cf.Lines(), cf.Error()) {
+			lines = append(lines, strings.TrimPrefix(l, "dispatch cleanup: "))
+		}
+		return withHint(errors.New(strings.Join(lines, "\n")), "the markers are kept; everything else was copied: "+
+			"remove or fix those entries and run rewind pipeline finish --failed again")
+	}
 	if errors.As(err, &de) {
 		msg := errors.New(strings.TrimPrefix(de.Msg, "dispatch cleanup: "))
+		if de.Inside {
+			return withHint(msg, "the markers are kept; the copy goes to <scratch>/<name of the dispatch directory>, "+
+				"so the scratch directory must lie outside the dispatch directory: check --scratch and REWIND_TMPDIR")
+		}
 		if de.DirMissing {
 			return withHint(msg, "the markers are kept; with the dispatch directory gone there is nothing to copy: "+
 				"rewind pipeline finish --failed removes the markers")
