@@ -32,17 +32,18 @@ func pipelineCommand() *cli.Command {
 				Name:      "start",
 				Usage:     "create the dispatch directory and the markers; print the dispatch directory",
 				ArgsUsage: " ",
-				Description: "Creates /tmp/crucible-dispatch-<session>/ (REWIND_TMPDIR replaces /tmp), writes\n" +
-					"<scratch>/.pipeline-active (with the project's branch and HEAD) and\n" +
-					"<scratch>/.dispatch-active-<session>, and prints the dispatch directory. The session\n" +
-					"defaults to the current Unix time. A marker of the same session is compaction recovery;\n" +
+				Description: "Creates /tmp/crucible-dispatch-<session>/ (REWIND_TMPDIR replaces /tmp) itself, mode 0700,\n" +
+					"never one that exists; writes <scratch>/.pipeline-active (with the project's branch and\n" +
+					"HEAD) and <scratch>/.dispatch-active-<session>, and prints the dispatch directory. The\n" +
+					"session defaults to the current Unix time (<time>-2, -3, ... when that directory exists);\n" +
+					"a --session whose directory exists is refused. A marker of the --session given is compaction recovery;\n" +
 					"another session's marker means that pipeline crashed: refused (exit 1) unless --force,\n" +
 					"which archives the old marker as .pipeline-crashed-<id> and its .dispatch-active-<id> as\n" +
 					".dispatch-crashed-<id>.",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "skill", Usage: "the `NAME` of the skill that runs the pipeline (build, quality-gate, ...)"},
 					scratchFlag(),
-					&cli.StringFlag{Name: "session", Usage: "the session `ID` (default: the Unix time)"},
+					&cli.StringFlag{Name: "session", Usage: "the session `ID` (default: the Unix time, made unique)"},
 					&cli.StringFlag{Name: "phase", Usage: "the first `PHASE`"},
 					&cli.BoolFlag{Name: "force", Usage: "archive another session's marker instead of refusing"},
 				},
@@ -166,6 +167,10 @@ func pipelineStart(c *cli.Context) error {
 	var crash *manifest.CrashedError
 	if errors.As(err, &crash) {
 		return crashHints(crash, branch, scratch)
+	}
+	var taken *manifest.SessionTakenError
+	if errors.As(err, &taken) {
+		return withHint(err, "pass another --session, or none: an automatic session id is always a new directory")
 	}
 	if err != nil {
 		return fmt.Errorf("pipeline start: %w", err)

@@ -35,6 +35,7 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Cmds:                scriptCmds,
+		Condition:           scriptCondition,
 		Setup: func(e *testscript.Env) error {
 			home := filepath.Join(e.WorkDir, "home")
 			tmp := filepath.Join(e.WorkDir, "tmp")
