@@ -5,10 +5,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
-	"strings"
 	"unicode/utf8"
-
-	"github.com/tidwall/gjson"
 )
 
 // MaxLine is the largest manifest line in bytes, its newline included: POSIX
@@ -108,18 +105,17 @@ type Completion struct {
 }
 
 // Record builds the completion entry: file, role, phase, task, input_chars,
-// model_tier and model_profile copied from prev (the dispatched entry, a valid
-// JSON object), the rest from c, and replay_of, replay_session and mutation
-// copied when prev has them. Copied values are re-encoded as Python writes what
-// json.loads read.
-func (c Completion) Record(prev []byte) *Record {
-	p := gjson.ParseBytes(prev)
+// model_tier and model_profile copied from prev (the dispatched entry, as
+// parsePy read it), the rest from c, and replay_of, replay_session and
+// mutation copied when prev has them. Copied values are re-encoded as Python
+// writes what json.loads read.
+func (c Completion) Record(prev *pyValue) *Record {
 	copied := func(key string) []byte {
-		v := p.Get(escapeKey(key))
-		if !v.Exists() {
+		v := prev.get(key)
+		if v == nil {
 			return Null()
 		}
-		return AppendValue(nil, v)
+		return appendPy(nil, v)
 	}
 	r := &Record{}
 	r.Set("seq", Int(c.Seq))
@@ -134,35 +130,23 @@ func (c Completion) Record(prev []byte) *Record {
 	r.Set("output_chars", IntPtr(c.OutputChars))
 	r.Set("model_tier", copied("model_tier"))
 	r.Set("tool_calls", IntPtr(c.ToolCalls))
-	if v := p.Get("model_profile"); v.Exists() {
-		r.Set("model_profile", AppendValue(nil, v))
+	if v := prev.get("model_profile"); v != nil {
+		r.Set("model_profile", appendPy(nil, v))
 	} else {
 		// A dispatched entry written before model_profile existed: derive it.
 		var tier *string
-		if t := p.Get("model_tier"); t.Type == gjson.String {
-			tier = &t.Str
+		if t := prev.get("model_tier"); t != nil && t.kind == kindStr {
+			tier = &t.s
 		}
 		r.Set("model_profile", StrPtr(ModelProfile(tier)))
 	}
 	r.Set("actual_model", StrPtr(c.ActualModel))
 	for _, k := range []string{"replay_of", "replay_session", "mutation"} {
-		if v := p.Get(k); v.Exists() {
-			r.Set(k, AppendValue(nil, v))
+		if v := prev.get(k); v != nil {
+			r.Set(k, appendPy(nil, v))
 		}
 	}
 	return r
-}
-
-// escapeKey escapes gjson path syntax in a plain key.
-func escapeKey(k string) string {
-	var b strings.Builder
-	for _, c := range k {
-		if strings.ContainsRune(`.*?|#@\!=<>%`, c) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }
 
 // Fit returns the record as one line (without its newline) of at most MaxLine
@@ -241,28 +225,6 @@ func Fit(r *Record, summary *string, warn io.Writer) []byte {
 		fmt.Fprintf(warn, "[dispatch WARN] entry for seq %s still exceeds PIPE_BUF after summary truncation (fixed fields too large); writing anyway\n", seq)
 	}
 	return line
-}
-
-// PyStr renders a JSON value as Python's str() of what json.loads returns: a
-// string as itself, null as None, booleans as True/False; the form dispatch.py's
-// messages print values in.
-func PyStr(v gjson.Result) string {
-	switch v.Type {
-	case gjson.Null:
-		return "None"
-	case gjson.True:
-		return "True"
-	case gjson.False:
-		return "False"
-	case gjson.String:
-		return v.Str
-	case gjson.Number:
-		return string(appendNumber(nil, v.Raw))
-	}
-	if !v.Exists() {
-		return "None"
-	}
-	return string(AppendValue(nil, v))
 }
 
 // IntStr renders an optional int as dispatch.py prints it (None when null).
