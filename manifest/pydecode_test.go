@@ -11,15 +11,15 @@ func TestParsePyReadsAsPython(t *testing.T) {
 	// What json.loads gives, re-encoded as json.dumps(ensure_ascii=False,
 	// separators=(",", ":")) writes it.
 	cases := map[string]string{
-		`{"seq":1,"seq":2}`:                      `{"seq":2}`,
-		`{"a":1,"b":2,"a":3}`:                    `{"a":3,"b":2}`,
-		`{"x":NaN,"y":Infinity,"z":-Infinity}`:   `{"x":NaN,"y":Infinity,"z":-Infinity}`,
-		`{"seq":1.0,"n":1E2,"m":-0,"k":-0.0}`:    `{"seq":1.0,"n":100.0,"m":0,"k":-0.0}`,
-		`{"big":123456789012345678901234567890}`: `{"big":123456789012345678901234567890}`,
-		`{"f":1e400,"g":2.5e-3}`:                 `{"f":Infinity,"g":0.0025}`,
+		`{"seq":1,"seq":2}`:                          `{"seq":2}`,
+		`{"a":1,"b":2,"a":3}`:                        `{"a":3,"b":2}`,
+		`{"x":NaN,"y":Infinity,"z":-Infinity}`:       `{"x":NaN,"y":Infinity,"z":-Infinity}`,
+		`{"seq":1.0,"n":1E2,"m":-0,"k":-0.0}`:        `{"seq":1.0,"n":100.0,"m":0,"k":-0.0}`,
+		`{"big":123456789012345678901234567890}`:     `{"big":123456789012345678901234567890}`,
+		`{"f":1e400,"g":2.5e-3}`:                     `{"f":Infinity,"g":0.0025}`,
 		` {"s":"\u00e9\ud83d\ude00\/\t<&>"} ` + "\r": `{"s":"é😀/\t<&>"}`,
-		`{"lone":"\ud800x"}`:                     `{"lone":"` + "\ufffd" + `x"}`,
-		`[1,[],{},"a",true,false,null]`:          `[1,[],{},"a",true,false,null]`,
+		`{"lone":"\ud800x"}`:                         `{"lone":"` + "\ufffd" + `x"}`,
+		`[1,[],{},"a",true,false,null]`:              `[1,[],{},"a",true,false,null]`,
 	}
 	for in, want := range cases {
 		v, err := parsePy([]byte(in))
