@@ -150,10 +150,13 @@ func (c Completion) Record(prev *pyValue) *Record {
 }
 
 // Fit returns the record as one line (without its newline) of at most MaxLine
-// bytes including the newline, as dispatch.py makes it: label fields that would
-// keep the line over the limit are set to null first (the largest first), then the summary is cut
-// to the longest prefix (in characters) that fits with "..." appended, or to
-// "..." alone. summary is the summary's text (nil when null). When even that
+// bytes including the newline, as dispatch.py makes it: label fields that keep
+// the line over the limit are set to null first (the largest first, and only
+// when that lets the line fit), then the summary is cut to the longest prefix
+// (in characters) that fits with "..." appended, or to "..." alone; an empty
+// summary stays empty, as in dispatch.py. model_profile follows model_tier:
+// when the tier is nulled, so is the profile, so the two never contradict
+// each other. summary is the summary's text (nil when null). When even that
 // does not fit, the line is returned over the limit and a warning in
 // dispatch.py's words goes to warn.
 func Fit(r *Record, summary *string, warn io.Writer) []byte {
@@ -161,9 +164,53 @@ func Fit(r *Record, summary *string, warn io.Writer) []byte {
 	if len(line)+1 <= MaxLine {
 		return line
 	}
-	// The shortest the line can get by cutting the summary.
-	minLine := func() int {
-		if summary == nil {
+	nullLabels(r, summary)
+	line = r.Bytes()
+	if len(line)+1 > MaxLine && summary != nil && *summary != "" {
+		s := *summary
+		// Byte offsets of each code point boundary: prefix k is s[:cut[k]].
+		cut := make([]int, 0, utf8.RuneCountInString(s)+1)
+		for i := range s {
+			cut = append(cut, i)
+		}
+		cut = append(cut, len(s))
+		full := len(cut) - 1
+		// dispatch.py's summary[:k] + ("..." if k < len(summary) else "").
+		cutTo := func(k int) []byte {
+			if k == full {
+				return Str(s)
+			}
+			return Str(s[:cut[k]] + "...")
+		}
+		lo, hi := 0, full // the longest k in [lo, hi] that fits
+		best := 0
+		for lo <= hi {
+			mid := (lo + hi) / 2
+			r.Set("summary", cutTo(mid))
+			if len(r.Bytes())+1 <= MaxLine {
+				best, lo = mid, mid+1
+			} else {
+				hi = mid - 1
+			}
+		}
+		r.Set("summary", cutTo(best))
+		line = r.Bytes()
+	}
+	if len(line)+1 > MaxLine && warn != nil {
+		seq, _ := r.Get("seq")
+		fmt.Fprintf(warn, "[dispatch WARN] entry for seq %s still exceeds PIPE_BUF after summary truncation (fixed fields too large); writing anyway\n", seq)
+	}
+	return line
+}
+
+// nullLabels sets label fields to null, the largest first, until the line
+// fits once the summary is cut as far as it goes; model_profile goes with
+// model_tier. When even nulling every label would not make the line fit, the
+// labels are kept: they are not what keeps it over the limit.
+func nullLabels(r *Record, summary *string) {
+	// The length of the line with the summary cut as far as it goes.
+	shortest := func() int {
+		if summary == nil || *summary == "" {
 			return len(r.Bytes())
 		}
 		old, _ := r.Get("summary")
@@ -172,11 +219,22 @@ func Fit(r *Record, summary *string, warn io.Writer) []byte {
 		r.Set("summary", old)
 		return n
 	}
-	// The largest label first, so a short one is not lost to a long one.
 	var labels []string
 	for _, k := range labelKeys {
 		if v, ok := r.Get(k); ok && string(v) != "null" {
 			labels = append(labels, k)
+		}
+	}
+	if len(labels) == 0 || shortest()+1 <= MaxLine {
+		return
+	}
+	saved := map[string][]byte{}
+	set := func(k string, v []byte) {
+		if old, ok := r.Get(k); ok {
+			if _, seen := saved[k]; !seen {
+				saved[k] = old
+			}
+			r.Set(k, v)
 		}
 	}
 	sort.SliceStable(labels, func(a, b int) bool {
@@ -185,46 +243,17 @@ func Fit(r *Record, summary *string, warn io.Writer) []byte {
 		return len(va) > len(vb)
 	})
 	for _, k := range labels {
-		if minLine()+1 <= MaxLine {
-			break
+		set(k, Null())
+		if k == "model_tier" {
+			set("model_profile", Null())
 		}
-		r.Set(k, Null())
+		if shortest()+1 <= MaxLine {
+			return
+		}
 	}
-	line = r.Bytes()
-	if len(line)+1 > MaxLine && summary != nil {
-		s := *summary
-		// Byte offsets of each code point boundary: prefix k is s[:cut[k]].
-		cut := make([]int, 0, utf8.RuneCountInString(s)+1)
-		for i := range s {
-			cut = append(cut, i)
-		}
-		cut = append(cut, len(s))
-		fits := func(k int) bool {
-			r.Set("summary", Str(s[:cut[k]]+"..."))
-			return len(r.Bytes())+1 <= MaxLine
-		}
-		lo, hi := 0, len(cut)-1 // the longest k in [lo, hi] that fits
-		best := -1
-		for lo <= hi {
-			mid := (lo + hi) / 2
-			if fits(mid) {
-				best, lo = mid, mid+1
-			} else {
-				hi = mid - 1
-			}
-		}
-		if best < 0 {
-			r.Set("summary", Str("..."))
-		} else {
-			r.Set("summary", Str(s[:cut[best]]+"..."))
-		}
-		line = r.Bytes()
+	for k, v := range saved {
+		r.Set(k, v)
 	}
-	if len(line)+1 > MaxLine && warn != nil {
-		seq, _ := r.Get("seq")
-		fmt.Fprintf(warn, "[dispatch WARN] entry for seq %s still exceeds PIPE_BUF after summary truncation (fixed fields too large); writing anyway\n", seq)
-	}
-	return line
 }
 
 // IntStr renders an optional int as dispatch.py prints it (None when null).

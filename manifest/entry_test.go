@@ -179,3 +179,37 @@ func mustPy(t *testing.T, line string) *pyValue {
 	}
 	return v
 }
+
+func TestFitKeepsTierAndProfileTogether(t *testing.T) {
+	// A role too long for any line: nulling the short tier would not make it
+	// fit, so tier and profile are both kept.
+	d := Dispatched{Seq: 3, File: "3-x.md", Role: strings.Repeat("r", 5000), ModelTier: sp("opus")}
+	line := Fit(d.Record(), nil, nil)
+	if gjson.GetBytes(line, "model_tier").Str != "opus" || gjson.GetBytes(line, "model_profile").Str != "high" {
+		t.Errorf("tier %s, profile %s", gjson.GetBytes(line, "model_tier").Raw, gjson.GetBytes(line, "model_profile").Raw)
+	}
+	// A role that fits only without the tier: both go, never the tier alone.
+	// The line is then one byte over; "opus" -> null alone would make it fit.
+	d.Role = strings.Repeat("r", 5000+MaxLine-len(d.Record().Bytes()))
+	line = Fit(d.Record(), nil, nil)
+	if len(line)+1 > MaxLine || gjson.GetBytes(line, "model_tier").Type != gjson.Null || gjson.GetBytes(line, "model_profile").Type != gjson.Null {
+		t.Errorf("%d bytes, tier %s, profile %s", len(line), gjson.GetBytes(line, "model_tier").Raw, gjson.GetBytes(line, "model_profile").Raw)
+	}
+	// A completion copying a huge tier with a profile another writer set.
+	prev := `{"seq":4,"file":"4-a.md","status":"dispatched","model_tier":"` + strings.Repeat("x", 4100) + `","model_profile":"high"}`
+	c := Completion{Seq: 4, Status: "completed", Summary: sp("kept")}
+	line = Fit(c.Record(mustPy(t, prev)), c.Summary, nil)
+	if gjson.GetBytes(line, "model_tier").Type != gjson.Null || gjson.GetBytes(line, "model_profile").Type != gjson.Null || gjson.GetBytes(line, "summary").Str != "kept" {
+		t.Errorf("got %s", line)
+	}
+}
+
+func TestFitKeepsAnEmptySummary(t *testing.T) {
+	d := Dispatched{Seq: 9, File: "9-x.md", Role: strings.Repeat("r", 5000)}
+	c := Completion{Seq: 9, Status: "completed", Summary: sp("")}
+	var warn bytes.Buffer
+	line := Fit(c.Record(mustPy(t, string(d.Record().Bytes()))), c.Summary, &warn)
+	if v := gjson.GetBytes(line, "summary"); v.Type != gjson.String || v.Str != "" || warn.Len() == 0 {
+		t.Errorf("summary %s, warning %q", v.Raw, warn.String())
+	}
+}
