@@ -31,6 +31,8 @@ type DispatchError struct {
 	// Inside: the refusal is that the copy target is the dispatch directory
 	// or lies inside it.
 	Inside bool
+	// Foreign: the refusal is that another user owns the dispatch directory.
+	Foreign bool
 }
 
 func (e *DispatchError) Error() string { return e.Msg }

@@ -1,6 +1,9 @@
 package manifest
 
-import "os"
+import (
+	"fmt"
+	"os"
+)
 
 // currentUID is the user rewind runs as; a variable so that a test can play
 // another user without root.
@@ -20,5 +23,6 @@ func checkOwner(cmd, dir string) error {
 	if !ok || uid == currentUID() {
 		return nil
 	}
-	return refuse("dispatch %s: dispatch dir %s is owned by uid %d, not by you (uid %d) (refusing)", cmd, dir, uid, currentUID())
+	return &DispatchError{Foreign: true,
+		Msg: fmt.Sprintf("dispatch %s: dispatch dir %s is owned by uid %d, not by you (uid %d) (refusing)", cmd, dir, uid, currentUID())}
 }

@@ -252,6 +252,10 @@ func pipelineFinish(c *cli.Context) error {
 	}
 	if errors.As(err, &de) {
 		msg := errors.New(strings.TrimPrefix(de.Msg, "dispatch cleanup: "))
+		if de.Foreign {
+			return withHint(msg, "the markers are kept; rewind never uses a dispatch directory another user owns: "+
+				"find out who made it, and start a new pipeline")
+		}
 		if de.Inside {
 			return withHint(msg, "the markers are kept; the copy goes to <scratch>/<name of the dispatch directory>, "+
 				"so the scratch directory must lie outside the dispatch directory: check --scratch and REWIND_TMPDIR")
