@@ -104,8 +104,9 @@ func plural(n int, one, many string) string {
 
 // checkCopyTarget refuses a copy target that is the dispatch directory itself
 // or lies inside it, symlinks and .. resolved: the copy would copy into what it
-// copies, and the delete that follows would delete the copy. dispatch.py fails
-// there only by luck (SameFileError), after creating the target.
+// copies, and the delete that follows would delete the copy. dispatch.py is
+// saved only when the target is the directory itself (copy2 raises
+// SameFileError before the delete); inside it, it deletes the copy with it.
 func checkCopyTarget(dir, dst string) error {
 	src, err := resolvePath(dir)
 	if err != nil {
