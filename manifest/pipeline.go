@@ -229,8 +229,8 @@ func DispatchDirFor(tmp, id string) string {
 // caller names is compaction recovery (kept as it is); another session's
 // marker is a crash: refused with a *CrashedError, or with Force archived
 // first. The dispatch directory is always a new one, made by Start itself
-// (see createDispatchDir): a named session whose directory exists is refused
-// with a *SessionTakenError, an automatic one takes the next free name.
+// (see createDispatchDir): a named session that is taken is refused with a
+// *SessionTakenError, an automatic one takes the next free name.
 func Start(o StartOptions) (*StartResult, error) {
 	named := o.Session != ""
 	if err := os.MkdirAll(o.Scratch, 0o700); err != nil {
@@ -251,7 +251,7 @@ func Start(o StartOptions) (*StartResult, error) {
 		}
 		return nil, &CrashedError{Scratch: o.Scratch, Marker: old, Unusable: err}
 	}
-	session, dir, err := createDispatchDir(o.TmpDir, o.Session, o.Now)
+	session, dir, err := createDispatchDir(o.TmpDir, o.Scratch, o.Session, o.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -311,21 +311,26 @@ func archiveCrashed(o StartOptions, old *Marker, res *StartResult) error {
 	return syncDir(o.Scratch)
 }
 
-// SessionTakenError is a named session whose dispatch directory exists
-// already: another pipeline's, or one made by someone else to catch this one's
-// dispatches.
+// SessionTakenError is a named session that is in use: its dispatch
+// directory exists already (another pipeline's, or one made by someone else to
+// catch this one's dispatches), or the scratch directory holds the durable
+// copy of a finished pipeline of that session, which readers would take for
+// the new pipeline's manifest.
 type SessionTakenError struct {
 	Session string
-	Dir     string
-	Symlink bool
+	Dir     string // the directory that exists
+	Symlink bool   // Dir is a symlink
+	Copy    bool   // Dir is a finished pipeline's durable copy in the scratch directory
 }
 
 func (e *SessionTakenError) Error() string {
-	what := "already exists"
-	if e.Symlink {
-		what = "already exists (as a symlink)"
+	switch {
+	case e.Copy:
+		return fmt.Sprintf("session %s is taken: a finished pipeline's copy %s exists", e.Session, e.Dir)
+	case e.Symlink:
+		return fmt.Sprintf("session %s is taken: its dispatch directory %s already exists (as a symlink)", e.Session, e.Dir)
 	}
-	return fmt.Sprintf("session %s is taken: its dispatch directory %s %s", e.Session, e.Dir, what)
+	return fmt.Sprintf("session %s is taken: its dispatch directory %s already exists", e.Session, e.Dir)
 }
 
 // maxAutoSessions bounds the search for a free automatic session id.
@@ -335,18 +340,28 @@ const maxAutoSessions = 1000
 // mode 0700, and returns its session id and path. /tmp is shared with every
 // user of the machine and the name is predictable, so it never takes a
 // directory that exists (mkdir fails on any existing name, a symlink
-// included, so nothing is ever created through one). A named session whose
-// directory exists is refused; an automatic session is the Unix time of now,
-// or, when that directory exists (two pipelines started in the same second),
-// the first of <time>-2, <time>-3, ... that does not.
-func createDispatchDir(tmp, session string, now time.Time) (string, string, error) {
+// included, so nothing is ever created through one). Nor a session whose
+// durable copy <scratch>/crucible-dispatch-<id> exists: the copy would be
+// read as the new pipeline's manifest, and its finish would merge into it. A
+// named session that is taken is refused; an automatic session is the Unix
+// time of now, or, when that is taken (two pipelines started in the same
+// second), the first of <time>-2, <time>-3, ... that is not.
+func createDispatchDir(tmp, scratch, session string, now time.Time) (string, string, error) {
 	if err := os.MkdirAll(tmp, 0o777); err != nil {
 		return "", "", err
 	}
 	try := func(id string) (string, error) {
 		dir := DispatchDirFor(tmp, id)
 		path := strings.TrimSuffix(dir, "/")
+		copyDir := filepath.Join(scratch, filepath.Base(path))
+		if _, err := os.Lstat(copyDir); err == nil {
+			return "", &SessionTakenError{Session: id, Dir: copyDir, Copy: true}
+		}
 		if err := os.Mkdir(path, 0o700); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				fi, _ := os.Lstat(path)
+				return "", &SessionTakenError{Session: id, Dir: dir, Symlink: fi != nil && fi.Mode()&fs.ModeSymlink != 0}
+			}
 			return "", err
 		}
 		// The umask may have taken bits away; the mode is exactly 0700.
@@ -357,26 +372,22 @@ func createDispatchDir(tmp, session string, now time.Time) (string, string, erro
 	}
 	if session != "" {
 		dir, err := try(session)
-		if errors.Is(err, fs.ErrExist) {
-			fi, _ := os.Lstat(strings.TrimSuffix(DispatchDirFor(tmp, session), "/"))
-			return "", "", &SessionTakenError{Session: session, Dir: DispatchDirFor(tmp, session),
-				Symlink: fi != nil && fi.Mode()&fs.ModeSymlink != 0}
-		}
 		return session, dir, err
 	}
 	base := strconv.FormatInt(now.Unix(), 10)
+	var taken *SessionTakenError
 	for n := 1; n <= maxAutoSessions; n++ {
 		id := base
 		if n > 1 {
 			id = base + "-" + strconv.Itoa(n)
 		}
 		dir, err := try(id)
-		if errors.Is(err, fs.ErrExist) {
+		if errors.As(err, &taken) {
 			continue
 		}
 		return id, dir, err
 	}
-	return "", "", fmt.Errorf("no free dispatch directory in %s: %s and %d more names after it exist", tmp, DispatchDirFor(tmp, base), maxAutoSessions-1)
+	return "", "", fmt.Errorf("no free dispatch directory in %s: %s and %d more names after it are taken", tmp, DispatchDirFor(tmp, base), maxAutoSessions-1)
 }
 
 // staleDispatchMarkers lists the .dispatch-active-<id> markers of the crashed

@@ -261,6 +261,18 @@ func TestStartNeverTakesAnExistingDispatchDir(t *testing.T) {
 			t.Fatalf("session %s: a refused start wrote a marker", id)
 		}
 	}
+	// A finished pipeline's durable copy in the scratch directory takes its
+	// session too: the copy would be read as the new pipeline's manifest.
+	if err := os.MkdirAll(filepath.Join(root, "e", "crucible-dispatch-1767323045-6"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var copyTaken *SessionTakenError
+	if _, err := start("e", "1767323045-6"); !errors.As(err, &copyTaken) || !copyTaken.Copy {
+		t.Errorf("session of a durable copy: %v", err)
+	}
+	if e, err := start("e", ""); err != nil || e.Marker.PipelineID != "1767323045-7" {
+		t.Errorf("automatic beside a durable copy: %+v, %v", e, err)
+	}
 	// A refused forced start leaves the crashed pipeline's marker in place.
 	_, err = Start(StartOptions{Skill: "build", Scratch: filepath.Join(root, "a"), TmpDir: tmp, Session: "1767323045-3", Now: now, Force: true})
 	var taken *SessionTakenError
