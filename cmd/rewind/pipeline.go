@@ -35,11 +35,11 @@ func pipelineCommand() *cli.Command {
 				Description: "Creates /tmp/crucible-dispatch-<session>/ (REWIND_TMPDIR replaces /tmp) itself, mode 0700,\n" +
 					"never one that exists; writes <scratch>/.pipeline-active (with the project's branch and\n" +
 					"HEAD) and <scratch>/.dispatch-active-<session>, and prints the dispatch directory. The\n" +
-					"session defaults to the current Unix time (<time>-2, -3, ... when that directory exists);\n" +
-					"a --session whose directory exists is refused. A marker of the --session given is compaction recovery;\n" +
-					"another session's marker means that pipeline crashed: refused (exit 1) unless --force,\n" +
-					"which archives the old marker as .pipeline-crashed-<id> and its .dispatch-active-<id> as\n" +
-					".dispatch-crashed-<id>.",
+					"session defaults to the current Unix time (<time>-2, -3, ... when that one is taken); a\n" +
+					"--session that is taken (its directory, or its copy in the scratch directory, exists) is\n" +
+					"refused. A marker of the --session given is compaction recovery; any other marker means\n" +
+					"that pipeline crashed: refused (exit 1) unless --force, which archives the old marker as\n" +
+					".pipeline-crashed-<id> and its .dispatch-active-<id> as .dispatch-crashed-<id>.",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "skill", Usage: "the `NAME` of the skill that runs the pipeline (build, quality-gate, ...)"},
 					scratchFlag(),
