@@ -190,8 +190,9 @@ func resolveDepth(p string, depth int) (string, error) {
 }
 
 // copyDispatchDir is the --failed copy of dir into dst: manifest.jsonl and
-// receipt-ledger.jsonl first (they matter most), then every other entry it can
-// copy, symlinks as symlinks, files and directories with their modes. It goes
+// receipt-ledger.jsonl first (they matter most: their content is copied even
+// through a symlink), then every other entry it can copy, symlinks as
+// symlinks, files and directories with their modes. It goes
 // on past an entry it cannot copy (an unreadable file, a fifo) and returns
 // every such entry.
 func copyDispatchDir(dir, dst string) []CopyFailure {
@@ -220,9 +221,15 @@ func copyDispatchDir(dir, dst string) []CopyFailure {
 	}
 	first := []string{FileName, LedgerName}
 	for _, name := range first {
-		src := filepath.Join(dir, name)
-		if _, err := os.Lstat(src); err == nil {
-			copyEntry(src, filepath.Join(dst, name), fail)
+		src, to := filepath.Join(dir, name), filepath.Join(dst, name)
+		if fi, err := os.Stat(src); err == nil && fi.Mode().IsRegular() {
+			// Their content is what must survive, even when they are
+			// symlinks to a file elsewhere in /tmp: copied, not linked.
+			if err := copyFileAtomic(src, to); err != nil {
+				fail(src, err)
+			}
+		} else if _, err := os.Lstat(src); err == nil {
+			copyEntry(src, to, fail)
 		}
 	}
 	copyChildren(dir, dst, first, fail)

@@ -174,3 +174,33 @@ func TestDispatchRefusesForeignOwner(t *testing.T) {
 		t.Errorf("the manifest changed:\n%s", after)
 	}
 }
+
+func TestCleanupFailedCopiesTheLedgerThroughASymlink(t *testing.T) {
+	root := t.TempDir()
+	d := filepath.Join(root, "crucible-dispatch-8")
+	if err := os.Mkdir(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeManifest(t, d, `{"seq":1}`+"\n")
+	elsewhere := filepath.Join(root, "ledger-elsewhere.jsonl")
+	if err := os.WriteFile(elsewhere, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(d, LedgerName)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("nowhere", filepath.Join(d, "broken")); err != nil {
+		t.Fatal(err)
+	}
+	scratch := filepath.Join(root, "scratch")
+	if _, err := Cleanup(d, scratch, true); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(filepath.Join(scratch, "crucible-dispatch-8", LedgerName))
+	if err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("ledger copy: %v, %v", fi, err)
+	}
+	if target, err := os.Readlink(filepath.Join(scratch, "crucible-dispatch-8", "broken")); err != nil || target != "nowhere" {
+		t.Errorf("broken symlink copy: %q, %v", target, err)
+	}
+}
