@@ -4,7 +4,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -278,5 +280,34 @@ func TestStartNeverTakesAnExistingDispatchDir(t *testing.T) {
 	var taken *SessionTakenError
 	if !errors.As(err, &taken) || !exists(filepath.Join(root, "a", ActiveMarker)) {
 		t.Fatalf("forced start on a taken session: %v", err)
+	}
+}
+
+func TestStartsAtOnceGetDistinctDirectories(t *testing.T) {
+	root := t.TempDir()
+	tmp := filepath.Join(root, "tmp")
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	const n = 8
+	dirs := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			res, err := Start(StartOptions{Skill: "build", Scratch: filepath.Join(root, "scratch", strconv.Itoa(i)), TmpDir: tmp, Now: now})
+			errs[i] = err
+			if err == nil {
+				dirs[i] = res.Marker.DispatchDir
+			}
+		}(i)
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for i := range dirs {
+		if errs[i] != nil || seen[dirs[i]] {
+			t.Fatalf("start %d: %q, %v (dirs %q)", i, dirs[i], errs[i], dirs)
+		}
+		seen[dirs[i]] = true
 	}
 }
