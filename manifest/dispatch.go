@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
-
-	"github.com/tidwall/gjson"
 )
 
 // This file is `rewind dispatch`: crucible's scripts/dispatch.py, with its
@@ -28,6 +28,11 @@ type DispatchError struct {
 	Msg   string
 	// DirMissing: the refusal is that the dispatch directory is gone.
 	DirMissing bool
+	// Inside: the refusal is that the copy target is the dispatch directory
+	// or lies inside it.
+	Inside bool
+	// Foreign: the refusal is that another user owns the dispatch directory.
+	Foreign bool
 }
 
 func (e *DispatchError) Error() string { return e.Msg }
@@ -40,28 +45,72 @@ func refuse(format string, a ...any) error {
 	return &DispatchError{Msg: fmt.Sprintf(format, a...)}
 }
 
-// seqScan finds the next seq to allocate: the highest seq + 1, counting a
-// damaged line whose leading {"seq":N is readable as seq N. A damaged line
-// whose seq cannot be read is interior corruption, unless it is the last line
-// (a torn write, ignored as dispatch.py ignores it).
-func seqScan(r io.Reader) (next int64, corrupt int, err error) {
+// seqScan finds the next seq to allocate: the highest seq + 1. Lines are read
+// as dispatch.py's json.loads reads them (see parsePy): a Python int seq
+// counts (true as 1, as Python's isinstance(seq, int) has it), a float or
+// string seq does not. A line Python cannot read whose leading {"seq":N is
+// still readable counts as seq N, the torn last line included: a seq a torn
+// write may have used is never handed out again. Any other unreadable line is
+// interior corruption, unless it is the last line (a torn write, ignored as
+// dispatch.py ignores it). An int seq that does not fit 64 bits (or leaves no
+// 64-bit seq after it) is returned in big: allocation cannot go on.
+func seqScan(r io.Reader) (next int64, corrupt int, big *bigSeq, err error) {
 	have := false
 	var max int64
+	var maxLine int
+	count := func(seq int64, line int) {
+		if !have || seq > max {
+			max, maxLine, have = seq, line, true
+		}
+	}
 	err = Scan(r, func(l *Line) error {
-		switch {
-		case l.SeqOK:
-			if !have || l.Seq > max {
-				max, have = l.Seq, true
+		v, perr := parsePy(l.Raw)
+		if perr != nil {
+			if seq, ok := leadingSeq(l.Raw); ok {
+				count(seq, l.No)
+			} else if !l.Last {
+				corrupt++
 			}
-		case l.Kind == Bad && !l.Last:
-			corrupt++
+			return nil
+		}
+		n, ok, tooBig := v.get("seq").int64Value()
+		switch {
+		case ok:
+			count(n, l.No)
+		case tooBig && big == nil:
+			big = &bigSeq{line: l.No, lit: v.get("seq").num}
 		}
 		return nil
 	})
-	if !have {
-		return 1, corrupt, err
+	if big == nil && have && max == math.MaxInt64 {
+		big = &bigSeq{line: maxLine, lit: strconv.FormatInt(max, 10), last: true}
 	}
-	return max + 1, corrupt, err
+	if !have {
+		return 1, corrupt, big, err
+	}
+	return max + 1, corrupt, big, err
+}
+
+// bigSeq is a seq in the manifest beyond what a 64-bit seq can follow.
+type bigSeq struct {
+	line int
+	lit  string
+	last bool // the largest 64-bit seq: the next one does not fit
+}
+
+// allocErr is the refusal to allocate a seq: interior corruption first, as
+// dispatch.py refuses it, then a seq beyond 64 bits, where Python would go on
+// with a number rewind's --seq cannot take.
+func allocErr(cmd string, corrupt int, big *bigSeq) error {
+	switch {
+	case corrupt > 0:
+		return corruptMsg(cmd, corrupt)
+	case big == nil:
+		return nil
+	case big.last:
+		return refuse("dispatch %s: seq %s on line %d of manifest.jsonl is the largest 64-bit seq — no next seq, refusing to allocate", cmd, big.lit, big.line)
+	}
+	return refuse("dispatch %s: seq %s on line %d of manifest.jsonl does not fit 64 bits — refusing to allocate", cmd, big.lit, big.line)
 }
 
 func corruptMsg(cmd string, n int) error {
@@ -74,6 +123,9 @@ func corruptMsg(cmd string, n int) error {
 // in increasing order, and the highest never hands out a number twice when
 // parallel dispatches complete out of order.
 func NextSeq(dir string) (int64, error) {
+	if err := checkOwner("seq", dir); err != nil {
+		return 0, err
+	}
 	f, err := os.Open(filepath.Join(dir, FileName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return 1, nil
@@ -86,13 +138,13 @@ func NextSeq(dir string) (int64, error) {
 	if err := lockFile(f, false); err != nil {
 		return 0, refuse("dispatch seq: lock %s: %v", f.Name(), bareErr(err))
 	}
-	next, corrupt, err := seqScan(f)
+	next, corrupt, big, err := seqScan(f)
 	if err != nil {
 		// err is a *PathError that names the path already: say it once.
 		return 0, refuse("dispatch seq: read %s: %v", f.Name(), bareErr(err))
 	}
-	if corrupt > 0 {
-		return 0, corruptMsg("seq", corrupt)
+	if err := allocErr("seq", corrupt, big); err != nil {
+		return 0, err
 	}
 	return next, nil
 }
@@ -104,6 +156,9 @@ type appender struct {
 }
 
 func openAppend(cmd, dir string) (*appender, error) {
+	if err := checkOwner(cmd, dir); err != nil {
+		return nil, err
+	}
 	path := filepath.Join(dir, FileName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o666)
 	if err != nil {
@@ -166,12 +221,12 @@ func Before(dir string, d Dispatched, auto bool, warn io.Writer) (int64, error) 
 	}
 	defer a.close()
 	if auto {
-		next, corrupt, err := seqScan(a.reader())
+		next, corrupt, big, err := seqScan(a.reader())
 		if err != nil {
 			return 0, refuse("dispatch before: read %s: %v", a.f.Name(), bareErr(err))
 		}
-		if corrupt > 0 {
-			return 0, corruptMsg("before", corrupt)
+		if err := allocErr("before", corrupt, big); err != nil {
+			return 0, err
 		}
 		d.Seq = next
 	}
@@ -190,6 +245,9 @@ func After(dir string, c Completion, warn io.Writer) (string, error) {
 	if !contains(AfterStatuses, c.Status) {
 		return "", &DispatchError{Usage: true, Msg: fmt.Sprintf("dispatch after: status must be one of %s", pyList(AfterStatuses))}
 	}
+	if err := checkOwner("after", dir); err != nil {
+		return "", err
+	}
 	noPrev := refuse("dispatch after: no dispatched entry for seq %d — refusing to fabricate a completion record", c.Seq)
 	if _, err := os.Stat(filepath.Join(dir, FileName)); errors.Is(err, fs.ErrNotExist) {
 		return "", noPrev
@@ -199,13 +257,17 @@ func After(dir string, c Completion, warn io.Writer) (string, error) {
 		return "", err
 	}
 	defer a.close()
-	var prev []byte
+	// The last line dispatch.py's `r.get("seq") == seq and r.get("status") ==
+	// "dispatched"` picks: read as Python reads it, so "seq":1.0 and a line
+	// with NaN count, and a repeated key counts by its last value.
+	var prev *pyValue
 	err = Scan(a.reader(), func(l *Line) error {
-		if l.Kind != Entry || l.Seq != c.Seq {
+		v, perr := parsePy(l.Raw)
+		if perr != nil {
 			return nil
 		}
-		if st := gjson.GetBytes(l.Raw, "status"); st.Type == gjson.String && st.Str == "dispatched" {
-			prev = append(prev[:0], l.Raw...)
+		if v.get("seq").equalsInt(c.Seq) && v.get("status").isStr("dispatched") {
+			prev = v
 		}
 		return nil
 	})
@@ -219,96 +281,7 @@ func After(dir string, c Completion, warn io.Writer) (string, error) {
 	if err := a.append(line); err != nil {
 		return "", refuse("dispatch after: write %s: %v", a.f.Name(), bareErr(err))
 	}
-	return PyStr(gjson.GetBytes(prev, "file")), nil
-}
-
-// Cleanup is `dispatch cleanup`: on success it copies manifest.jsonl and
-// receipt-ledger.jsonl (both must exist) to <scratch>/<basename of dir>/ and
-// deletes dir; with failed it copies the whole directory there, merging into an
-// existing copy, and leaves dir in place. Every file is written atomically. It
-// returns dispatch.py's message.
-func Cleanup(dir, scratch string, failed bool) (string, error) {
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return "", dirMissing(dir)
-	}
-	dst := pyJoin(scratch, PyBasename(pyNormpath(dir)))
-	if failed {
-		if err := copyTree(dir, dst, map[fileID]bool{}); err != nil {
-			return "", refuse("dispatch cleanup: %v", unwrapPath(err))
-		}
-		return fmt.Sprintf("copied dispatch dir to %s (left /tmp in place)", dst), nil
-	}
-	manifest := filepath.Join(dir, FileName)
-	ledger := filepath.Join(dir, LedgerName)
-	if !exists(manifest) || !exists(ledger) {
-		return "", refuse("dispatch cleanup: both manifest.jsonl and receipt-ledger.jsonl must exist before deleting the dispatch dir (refusing)")
-	}
-	if err := os.MkdirAll(dst, 0o777); err != nil {
-		return "", refuse("dispatch cleanup: %v", err)
-	}
-	// Hold the manifest lock while copying, so the copy ends on a whole line.
-	if f, err := os.Open(manifest); err == nil {
-		if lockFile(f, true) == nil {
-			defer f.Close()
-		} else {
-			f.Close()
-		}
-	}
-	for _, name := range []string{FileName, LedgerName} {
-		if err := copyFileAtomic(filepath.Join(dir, name), filepath.Join(dst, name)); err != nil {
-			return "", refuse("dispatch cleanup: copy %s: %v", name, unwrapPath(err))
-		}
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return "", refuse("dispatch cleanup: delete %s: %v", dir, unwrapPath(err))
-	}
-	return fmt.Sprintf("copied manifest.jsonl + receipt-ledger.jsonl to %s; deleted %s", dst, dir), nil
-}
-
-// fileID identifies a directory, to stop at a symlink loop.
-type fileID struct{ dev, ino uint64 }
-
-// copyTree copies src into dst as shutil.copytree(..., dirs_exist_ok=True)
-// does: symlinks followed, existing files overwritten, existing directories
-// merged into.
-func copyTree(src, dst string, onPath map[fileID]bool) error {
-	fi, err := os.Stat(src)
-	if err != nil {
-		return err
-	}
-	id, ok := idOf(fi)
-	if ok {
-		if onPath[id] {
-			return fmt.Errorf("%s: symlink loop", src)
-		}
-		onPath[id] = true
-		defer delete(onPath, id)
-	}
-	if err := os.MkdirAll(dst, 0o777); err != nil {
-		return err
-	}
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		s, d := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
-		efi, err := os.Stat(s) // follows symlinks
-		if err != nil {
-			return err
-		}
-		switch {
-		case efi.IsDir():
-			if err := copyTree(s, d, onPath); err != nil {
-				return err
-			}
-		case efi.Mode().IsRegular():
-			if err := copyFileAtomic(s, d); err != nil {
-				return err
-			}
-		}
-	}
-	return os.Chtimes(dst, fi.ModTime(), fi.ModTime())
+	return pyStrOf(prev.get("file")), nil
 }
 
 func exists(p string) bool {

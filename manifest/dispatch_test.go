@@ -45,6 +45,12 @@ func TestNextSeq(t *testing.T) {
 		{"interior damage with seq", `{"seq":1}` + "\n" + `{"seq":7,"fi` + "\n" + `{"seq":2}` + "\n", 8, 0},
 		{"interior corruption", `{"seq":1}` + "\n" + `garbage` + "\n" + `{"se` + "\n" + `{"seq":2}` + "\n", 0, 2},
 		{"other schemas", `{"event":"timeout-override","value":3}` + "\n" + `[1]` + "\n", 1, 0},
+		// Read as json.loads reads them: NaN is a number, the last of a
+		// repeated key wins, true is the int 1, a float seq is no int.
+		{"NaN in a line", `{"file":"a.md","duration_s":NaN,"seq":4}` + "\n" + `{"seq":1}` + "\n", 5, 0},
+		{"repeated key", `{"seq":9,"seq":2}` + "\n", 3, 0},
+		{"bool seq", `{"seq":true}` + "\n", 2, 0},
+		{"float seq", `{"seq":1}` + "\n" + `{"seq":7.0}` + "\n" + `{"seq":1e3}` + "\n", 2, 0},
 	}
 	for _, c := range cases {
 		dir := t.TempDir()
@@ -241,4 +247,68 @@ func TestCleanup(t *testing.T) {
 	if err == nil || err.Error() != "dispatch cleanup: dispatch dir missing: "+d {
 		t.Errorf("missing dir: %v", err)
 	}
+}
+
+func TestNextSeqBeyond64Bits(t *testing.T) {
+	dir := t.TempDir()
+	var de *DispatchError
+	writeManifest(t, dir, `{"seq":1}`+"\n"+`{"seq":99999999999999999999,"file":"x.md"}`+"\n")
+	if _, err := NextSeq(dir); !errors.As(err, &de) ||
+		de.Msg != "dispatch seq: seq 99999999999999999999 on line 2 of manifest.jsonl does not fit 64 bits — refusing to allocate" {
+		t.Errorf("big seq: %v", err)
+	}
+	writeManifest(t, dir, `{"seq":9223372036854775807}`+"\n")
+	if _, err := NextSeq(dir); !errors.As(err, &de) ||
+		de.Msg != "dispatch seq: seq 9223372036854775807 on line 1 of manifest.jsonl is the largest 64-bit seq — no next seq, refusing to allocate" {
+		t.Errorf("max seq: %v", err)
+	}
+	// A torn last line is ignored whatever it holds.
+	writeManifest(t, dir, `{"seq":1}`+"\n"+`{"seq":99999999999999999999,"fi`)
+	if n, err := NextSeq(dir); n != 2 || err != nil {
+		t.Errorf("torn big seq: %d, %v", n, err)
+	}
+}
+
+func TestAfterMatchesAsPython(t *testing.T) {
+	dir := t.TempDir()
+	// seq 1.0 matches --seq 1; the repeated status counts by its last value;
+	// NaN is copied as Python writes it.
+	writeManifest(t, dir, `{"seq":1.0,"file":"1-a.md","role":"r","phase":"2","task":null,"status":"completed","status":"dispatched","duration_s":null,"summary":null,"input_chars":NaN,"output_chars":null,"model_tier":"opus","tool_calls":null,"model_profile":"high"}`+"\n"+
+		`{"seq":1,"file":"1-b.md","status":"dispatched","status":"completed"}`+"\n")
+	file, err := After(dir, Completion{Seq: 1, Status: "completed"}, nil)
+	if err != nil || file != "1-a.md" {
+		t.Fatalf("after: %q, %v", file, err)
+	}
+	lines := readLines(t, dir)
+	want := `{"seq":1,"file":"1-a.md","role":"r","phase":"2","task":null,"status":"completed","duration_s":null,"summary":null,"input_chars":NaN,"output_chars":null,"model_tier":"opus","tool_calls":null,"model_profile":"high","actual_model":null}`
+	if lines[2] != want {
+		t.Errorf("got  %s\nwant %s", lines[2], want)
+	}
+}
+
+// FuzzSeqScan checks seq allocation on any manifest: it never panics, and a
+// seq it hands out is above every seq dispatch.py would read from a whole line.
+func FuzzSeqScan(f *testing.F) {
+	for _, s := range []string{"", `{"seq":1}` + "\n" + `{"seq":3,"a":NaN}` + "\n", `{"seq":2,"seq":9}` + "\n" + `{"se`,
+		`{"seq":true}` + "\n" + `{"seq":1.5}` + "\n" + `[1]` + "\n", `{"seq":99999999999999999999}` + "\n", "x\n{\"seq\":4,\"f\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		next, corrupt, big, err := seqScan(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if corrupt > 0 || big != nil {
+			return
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			v, err := parsePy([]byte(line))
+			if err != nil {
+				continue
+			}
+			if n, ok, _ := v.get("seq").int64Value(); ok && n >= next {
+				t.Fatalf("next seq %d, but line %q has seq %d", next, line, n)
+			}
+		}
+	})
 }

@@ -5,10 +5,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
-	"strings"
 	"unicode/utf8"
-
-	"github.com/tidwall/gjson"
 )
 
 // MaxLine is the largest manifest line in bytes, its newline included: POSIX
@@ -108,18 +105,17 @@ type Completion struct {
 }
 
 // Record builds the completion entry: file, role, phase, task, input_chars,
-// model_tier and model_profile copied from prev (the dispatched entry, a valid
-// JSON object), the rest from c, and replay_of, replay_session and mutation
-// copied when prev has them. Copied values are re-encoded as Python writes what
-// json.loads read.
-func (c Completion) Record(prev []byte) *Record {
-	p := gjson.ParseBytes(prev)
+// model_tier and model_profile copied from prev (the dispatched entry, as
+// parsePy read it), the rest from c, and replay_of, replay_session and
+// mutation copied when prev has them. Copied values are re-encoded as Python
+// writes what json.loads read.
+func (c Completion) Record(prev *pyValue) *Record {
 	copied := func(key string) []byte {
-		v := p.Get(escapeKey(key))
-		if !v.Exists() {
+		v := prev.get(key)
+		if v == nil {
 			return Null()
 		}
-		return AppendValue(nil, v)
+		return appendPy(nil, v)
 	}
 	r := &Record{}
 	r.Set("seq", Int(c.Seq))
@@ -134,42 +130,33 @@ func (c Completion) Record(prev []byte) *Record {
 	r.Set("output_chars", IntPtr(c.OutputChars))
 	r.Set("model_tier", copied("model_tier"))
 	r.Set("tool_calls", IntPtr(c.ToolCalls))
-	if v := p.Get("model_profile"); v.Exists() {
-		r.Set("model_profile", AppendValue(nil, v))
+	if v := prev.get("model_profile"); v != nil {
+		r.Set("model_profile", appendPy(nil, v))
 	} else {
 		// A dispatched entry written before model_profile existed: derive it.
 		var tier *string
-		if t := p.Get("model_tier"); t.Type == gjson.String {
-			tier = &t.Str
+		if t := prev.get("model_tier"); t != nil && t.kind == kindStr {
+			tier = &t.s
 		}
 		r.Set("model_profile", StrPtr(ModelProfile(tier)))
 	}
 	r.Set("actual_model", StrPtr(c.ActualModel))
 	for _, k := range []string{"replay_of", "replay_session", "mutation"} {
-		if v := p.Get(k); v.Exists() {
-			r.Set(k, AppendValue(nil, v))
+		if v := prev.get(k); v != nil {
+			r.Set(k, appendPy(nil, v))
 		}
 	}
 	return r
 }
 
-// escapeKey escapes gjson path syntax in a plain key.
-func escapeKey(k string) string {
-	var b strings.Builder
-	for _, c := range k {
-		if strings.ContainsRune(`.*?|#@\!=<>%`, c) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
-
 // Fit returns the record as one line (without its newline) of at most MaxLine
-// bytes including the newline, as dispatch.py makes it: label fields that would
-// keep the line over the limit are set to null first (the largest first), then the summary is cut
-// to the longest prefix (in characters) that fits with "..." appended, or to
-// "..." alone. summary is the summary's text (nil when null). When even that
+// bytes including the newline, as dispatch.py makes it: label fields that keep
+// the line over the limit are set to null first (the largest first, and only
+// when that lets the line fit), then the summary is cut to the longest prefix
+// (in characters) that fits with "..." appended, or to "..." alone; an empty
+// summary stays empty, as in dispatch.py. model_profile follows model_tier:
+// when the tier is nulled, so is the profile, so the two never contradict
+// each other. summary is the summary's text (nil when null). When even that
 // does not fit, the line is returned over the limit and a warning in
 // dispatch.py's words goes to warn.
 func Fit(r *Record, summary *string, warn io.Writer) []byte {
@@ -177,37 +164,9 @@ func Fit(r *Record, summary *string, warn io.Writer) []byte {
 	if len(line)+1 <= MaxLine {
 		return line
 	}
-	// The shortest the line can get by cutting the summary.
-	minLine := func() int {
-		if summary == nil {
-			return len(r.Bytes())
-		}
-		old, _ := r.Get("summary")
-		r.Set("summary", Str("..."))
-		n := len(r.Bytes())
-		r.Set("summary", old)
-		return n
-	}
-	// The largest label first, so a short one is not lost to a long one.
-	var labels []string
-	for _, k := range labelKeys {
-		if v, ok := r.Get(k); ok && string(v) != "null" {
-			labels = append(labels, k)
-		}
-	}
-	sort.SliceStable(labels, func(a, b int) bool {
-		va, _ := r.Get(labels[a])
-		vb, _ := r.Get(labels[b])
-		return len(va) > len(vb)
-	})
-	for _, k := range labels {
-		if minLine()+1 <= MaxLine {
-			break
-		}
-		r.Set(k, Null())
-	}
+	nullLabels(r, summary)
 	line = r.Bytes()
-	if len(line)+1 > MaxLine && summary != nil {
+	if len(line)+1 > MaxLine && summary != nil && *summary != "" {
 		s := *summary
 		// Byte offsets of each code point boundary: prefix k is s[:cut[k]].
 		cut := make([]int, 0, utf8.RuneCountInString(s)+1)
@@ -215,25 +174,26 @@ func Fit(r *Record, summary *string, warn io.Writer) []byte {
 			cut = append(cut, i)
 		}
 		cut = append(cut, len(s))
-		fits := func(k int) bool {
-			r.Set("summary", Str(s[:cut[k]]+"..."))
-			return len(r.Bytes())+1 <= MaxLine
+		full := len(cut) - 1
+		// dispatch.py's summary[:k] + ("..." if k < len(summary) else "").
+		cutTo := func(k int) []byte {
+			if k == full {
+				return Str(s)
+			}
+			return Str(s[:cut[k]] + "...")
 		}
-		lo, hi := 0, len(cut)-1 // the longest k in [lo, hi] that fits
-		best := -1
+		lo, hi := 0, full // the longest k in [lo, hi] that fits
+		best := 0
 		for lo <= hi {
 			mid := (lo + hi) / 2
-			if fits(mid) {
+			r.Set("summary", cutTo(mid))
+			if len(r.Bytes())+1 <= MaxLine {
 				best, lo = mid, mid+1
 			} else {
 				hi = mid - 1
 			}
 		}
-		if best < 0 {
-			r.Set("summary", Str("..."))
-		} else {
-			r.Set("summary", Str(s[:cut[best]]+"..."))
-		}
+		r.Set("summary", cutTo(best))
 		line = r.Bytes()
 	}
 	if len(line)+1 > MaxLine && warn != nil {
@@ -243,26 +203,57 @@ func Fit(r *Record, summary *string, warn io.Writer) []byte {
 	return line
 }
 
-// PyStr renders a JSON value as Python's str() of what json.loads returns: a
-// string as itself, null as None, booleans as True/False; the form dispatch.py's
-// messages print values in.
-func PyStr(v gjson.Result) string {
-	switch v.Type {
-	case gjson.Null:
-		return "None"
-	case gjson.True:
-		return "True"
-	case gjson.False:
-		return "False"
-	case gjson.String:
-		return v.Str
-	case gjson.Number:
-		return string(appendNumber(nil, v.Raw))
+// nullLabels sets label fields to null, the largest first, until the line
+// fits once the summary is cut as far as it goes; model_profile goes with
+// model_tier. When even nulling every label would not make the line fit, the
+// labels are kept: they are not what keeps it over the limit.
+func nullLabels(r *Record, summary *string) {
+	// The length of the line with the summary cut as far as it goes.
+	shortest := func() int {
+		if summary == nil || *summary == "" {
+			return len(r.Bytes())
+		}
+		old, _ := r.Get("summary")
+		r.Set("summary", Str("..."))
+		n := len(r.Bytes())
+		r.Set("summary", old)
+		return n
 	}
-	if !v.Exists() {
-		return "None"
+	var labels []string
+	for _, k := range labelKeys {
+		if v, ok := r.Get(k); ok && string(v) != "null" {
+			labels = append(labels, k)
+		}
 	}
-	return string(AppendValue(nil, v))
+	if len(labels) == 0 || shortest()+1 <= MaxLine {
+		return
+	}
+	saved := map[string][]byte{}
+	set := func(k string, v []byte) {
+		if old, ok := r.Get(k); ok {
+			if _, seen := saved[k]; !seen {
+				saved[k] = old
+			}
+			r.Set(k, v)
+		}
+	}
+	sort.SliceStable(labels, func(a, b int) bool {
+		va, _ := r.Get(labels[a])
+		vb, _ := r.Get(labels[b])
+		return len(va) > len(vb)
+	})
+	for _, k := range labels {
+		set(k, Null())
+		if k == "model_tier" {
+			set("model_profile", Null())
+		}
+		if shortest()+1 <= MaxLine {
+			return
+		}
+	}
+	for k, v := range saved {
+		r.Set(k, v)
+	}
 }
 
 // IntStr renders an optional int as dispatch.py prints it (None when null).

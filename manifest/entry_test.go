@@ -57,7 +57,7 @@ func TestReplayProvenanceOnlyWhenSet(t *testing.T) {
 		t.Errorf("got %s\nwant %s", got, want)
 	}
 	c := Completion{Seq: 1, Status: "completed"}
-	line := string(c.Record([]byte(got)).Bytes())
+	line := string(c.Record(mustPy(t, got)).Bytes())
 	if !strings.HasSuffix(line, `"actual_model":null,"replay_of":1,"replay_session":"r-1","mutation":"a.md -> b.md"}`) {
 		t.Errorf("completion does not copy the provenance: %s", line)
 	}
@@ -67,7 +67,7 @@ func TestCompletionLine(t *testing.T) {
 	c := Completion{Seq: 1, Status: "completed", Summary: sp("Plan written: 8 tasks, 3 waves <ok> & 😀 e\u0301 \u2028 \x01\t"),
 		OutputChars: ip(8200), ToolCalls: ip(5), Duration: ip(83), ActualModel: sp("observed-model")}
 	want := "{\x22seq\x22:1,\x22file\x22:\x221-plan-writer.md\x22,\x22role\x22:\x22plan-writer\x22,\x22phase\x22:\x222\x22,\x22task\x22:null,\x22status\x22:\x22completed\x22,\x22duration_s\x22:83,\x22summary\x22:\x22Plan written: 8 tasks, 3 waves <ok> & \xf0\x9f\x98\x80 e\xcc\x81 \xe2\x80\xa8 \x5cu0001\x5ct\x22,\x22input_chars\x22:12840,\x22output_chars\x22:8200,\x22model_tier\x22:\x22opus\x22,\x22tool_calls\x22:5,\x22model_profile\x22:\x22high\x22,\x22actual_model\x22:\x22observed-model\x22}"
-	if got := string(Fit(c.Record([]byte(wantBefore1)), c.Summary, nil)); got != want {
+	if got := string(Fit(c.Record(mustPy(t, wantBefore1)), c.Summary, nil)); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
@@ -75,7 +75,7 @@ func TestCompletionLine(t *testing.T) {
 func TestOversizedActualModelKeepsShortSummary(t *testing.T) {
 	c := Completion{Seq: 1, Status: "failed", Summary: sp("useful summary"), ActualModel: sp(strings.Repeat("y", 4100))}
 	want := "{\x22seq\x22:1,\x22file\x22:\x221-plan-writer.md\x22,\x22role\x22:\x22plan-writer\x22,\x22phase\x22:\x222\x22,\x22task\x22:null,\x22status\x22:\x22failed\x22,\x22duration_s\x22:null,\x22summary\x22:\x22useful summary\x22,\x22input_chars\x22:12840,\x22output_chars\x22:null,\x22model_tier\x22:\x22opus\x22,\x22tool_calls\x22:null,\x22model_profile\x22:\x22high\x22,\x22actual_model\x22:null}"
-	if got := string(Fit(c.Record([]byte(wantBefore1)), c.Summary, nil)); got != want {
+	if got := string(Fit(c.Record(mustPy(t, wantBefore1)), c.Summary, nil)); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
@@ -83,7 +83,7 @@ func TestOversizedActualModelKeepsShortSummary(t *testing.T) {
 func TestOversizedTierInPrevKeepsShortSummary(t *testing.T) {
 	prev := strings.Replace(wantBefore1, `"opus"`, `"`+strings.Repeat("x", 4100)+`"`, 1)
 	c := Completion{Seq: 1, Status: "completed", Summary: sp("useful summary")}
-	line := Fit(c.Record([]byte(prev)), c.Summary, nil)
+	line := Fit(c.Record(mustPy(t, prev)), c.Summary, nil)
 	if len(line)+1 > MaxLine || gjson.GetBytes(line, "model_tier").Type != gjson.Null || gjson.GetBytes(line, "summary").Str != "useful summary" {
 		t.Errorf("got %s", line)
 	}
@@ -107,7 +107,7 @@ func TestSummaryTruncationMatchesPython(t *testing.T) {
 	for _, c := range cases {
 		comp := Completion{Seq: 1, Status: "completed", Summary: sp(c.summary), OutputChars: ip(1), ToolCalls: ip(2), Duration: ip(3), ActualModel: sp("m")}
 		var warn bytes.Buffer
-		line := Fit(comp.Record([]byte(wantBefore1)), comp.Summary, &warn)
+		line := Fit(comp.Record(mustPy(t, wantBefore1)), comp.Summary, &warn)
 		sum := sha256.Sum256(line)
 		got := gjson.GetBytes(line, "summary").Str
 		if len(line) != c.lineLen || utf8.RuneCountInString(got) != c.sumChars || hex.EncodeToString(sum[:]) != c.sha {
@@ -132,7 +132,7 @@ func TestFixedFieldsTooLargeWarns(t *testing.T) {
 	}
 	c := Completion{Seq: 9, Status: "completed", Summary: sp("hello")}
 	warn.Reset()
-	line = Fit(c.Record(d.Record().Bytes()), c.Summary, &warn)
+	line = Fit(c.Record(mustPy(t, string(d.Record().Bytes()))), c.Summary, &warn)
 	if gjson.GetBytes(line, "summary").Str != "..." || warn.Len() == 0 {
 		t.Errorf("summary %q, warning %q", gjson.GetBytes(line, "summary").Str, warn.String())
 	}
@@ -152,19 +152,64 @@ func TestModelProfile(t *testing.T) {
 
 func TestCompletionDerivesProfileForOldEntries(t *testing.T) {
 	prev := `{"seq":1,"file":"1-a.md","role":"r","phase":"2","task":null,"status":"dispatched","duration_s":null,"summary":null,"input_chars":5,"output_chars":null,"model_tier":"opus","tool_calls":null}`
-	line := (Completion{Seq: 1, Status: "completed"}).Record([]byte(prev)).Bytes()
+	line := (Completion{Seq: 1, Status: "completed"}).Record(mustPy(t, prev)).Bytes()
 	if gjson.GetBytes(line, "model_profile").Str != "high" {
 		t.Errorf("got %s", line)
 	}
 }
 
-func TestPyStr(t *testing.T) {
-	for in, want := range map[string]string{`"a.md"`: "a.md", `null`: "None", `true`: "True", `3`: "3", `1.50`: "1.5"} {
-		if got := PyStr(gjson.Parse(in)); got != want {
-			t.Errorf("PyStr(%s) = %q, want %q", in, got, want)
+func TestPyStrOf(t *testing.T) {
+	for in, want := range map[string]string{`"a.md"`: "a.md", `null`: "None", `true`: "True", `3`: "3", `1.50`: "1.5",
+		`NaN`: "nan", `-Infinity`: "-inf", `1e16`: "1e+16", `["a",1]`: "['a', 1]", `{"k":null}`: "{'k': None}"} {
+		if got := pyStrOf(mustPy(t, in)); got != want {
+			t.Errorf("pyStrOf(%s) = %q, want %q", in, got, want)
 		}
 	}
-	if got := PyStr(gjson.Get(`{}`, "file")); got != "None" {
+	if got := pyStrOf(mustPy(t, `{}`).get("file")); got != "None" {
 		t.Errorf("missing: %q", got)
+	}
+}
+
+// mustPy reads a line as the dispatch commands read it.
+func mustPy(t *testing.T, line string) *pyValue {
+	t.Helper()
+	v, err := parsePy([]byte(line))
+	if err != nil {
+		t.Fatalf("parsePy(%s): %v", line, err)
+	}
+	return v
+}
+
+func TestFitKeepsTierAndProfileTogether(t *testing.T) {
+	// A role too long for any line: nulling the short tier would not make it
+	// fit, so tier and profile are both kept.
+	d := Dispatched{Seq: 3, File: "3-x.md", Role: strings.Repeat("r", 5000), ModelTier: sp("opus")}
+	line := Fit(d.Record(), nil, nil)
+	if gjson.GetBytes(line, "model_tier").Str != "opus" || gjson.GetBytes(line, "model_profile").Str != "high" {
+		t.Errorf("tier %s, profile %s", gjson.GetBytes(line, "model_tier").Raw, gjson.GetBytes(line, "model_profile").Raw)
+	}
+	// A role that fits only without the tier: both go, never the tier alone.
+	// The line is then one byte over; "opus" -> null alone would make it fit.
+	d.Role = strings.Repeat("r", 5000+MaxLine-len(d.Record().Bytes()))
+	line = Fit(d.Record(), nil, nil)
+	if len(line)+1 > MaxLine || gjson.GetBytes(line, "model_tier").Type != gjson.Null || gjson.GetBytes(line, "model_profile").Type != gjson.Null {
+		t.Errorf("%d bytes, tier %s, profile %s", len(line), gjson.GetBytes(line, "model_tier").Raw, gjson.GetBytes(line, "model_profile").Raw)
+	}
+	// A completion copying a huge tier with a profile another writer set.
+	prev := `{"seq":4,"file":"4-a.md","status":"dispatched","model_tier":"` + strings.Repeat("x", 4100) + `","model_profile":"high"}`
+	c := Completion{Seq: 4, Status: "completed", Summary: sp("kept")}
+	line = Fit(c.Record(mustPy(t, prev)), c.Summary, nil)
+	if gjson.GetBytes(line, "model_tier").Type != gjson.Null || gjson.GetBytes(line, "model_profile").Type != gjson.Null || gjson.GetBytes(line, "summary").Str != "kept" {
+		t.Errorf("got %s", line)
+	}
+}
+
+func TestFitKeepsAnEmptySummary(t *testing.T) {
+	d := Dispatched{Seq: 9, File: "9-x.md", Role: strings.Repeat("r", 5000)}
+	c := Completion{Seq: 9, Status: "completed", Summary: sp("")}
+	var warn bytes.Buffer
+	line := Fit(c.Record(mustPy(t, string(d.Record().Bytes()))), c.Summary, &warn)
+	if v := gjson.GetBytes(line, "summary"); v.Type != gjson.String || v.Str != "" || warn.Len() == 0 {
+		t.Errorf("summary %s, warning %q", v.Raw, warn.String())
 	}
 }

@@ -25,12 +25,3 @@ func lockFile(f *os.File, exclusive bool) error {
 func unlockFile(f *os.File) error {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 }
-
-// idOf returns the device and inode of a file.
-func idOf(fi os.FileInfo) (fileID, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fileID{}, false
-	}
-	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, true
-}

@@ -3,10 +3,12 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -164,7 +166,7 @@ func ValidSession(id string) bool { return sessionRE.MatchString(id) }
 type StartOptions struct {
 	Skill   string
 	Scratch string // absolute
-	Session string // "" means the Unix time of Now
+	Session string // "" means a fresh one: the Unix time of Now, made unique
 	Phase   string
 	TmpDir  string // where dispatch directories go (/tmp, or REWIND_TMPDIR)
 	Now     time.Time
@@ -223,21 +225,23 @@ func DispatchDirFor(tmp, id string) string {
 }
 
 // Start begins a pipeline: it creates the dispatch directory, writes
-// .pipeline-active and .dispatch-active-<id>. A marker of the same session is
-// compaction recovery (kept as it is); another session's marker is a crash:
-// refused with a *CrashedError, or with Force archived first.
+// .pipeline-active and .dispatch-active-<id>. A marker of the session the
+// caller names is compaction recovery (kept as it is); another session's
+// marker is a crash: refused with a *CrashedError, or with Force archived
+// first. The dispatch directory is always a new one, made by Start itself
+// (see createDispatchDir): a named session that is taken is refused with a
+// *SessionTakenError, an automatic one takes the next free name.
 func Start(o StartOptions) (*StartResult, error) {
-	if o.Session == "" {
-		o.Session = strconv.FormatInt(o.Now.Unix(), 10)
-	}
+	named := o.Session != ""
 	if err := os.MkdirAll(o.Scratch, 0o700); err != nil {
 		return nil, err
 	}
 	res := &StartResult{}
 	old, err := ReadMarker(o.Scratch)
+	hasMarker := !errors.Is(err, ErrNoMarker)
 	switch {
-	case errors.Is(err, ErrNoMarker):
-	case err == nil && old.PipelineID == o.Session:
+	case !hasMarker:
+	case err == nil && named && old.PipelineID == o.Session:
 		res.Marker, res.Resumed = old, true
 		return res, nil
 	case !o.Force:
@@ -246,35 +250,17 @@ func Start(o StartOptions) (*StartResult, error) {
 			return nil, err
 		}
 		return nil, &CrashedError{Scratch: o.Scratch, Marker: old, Unusable: err}
-	default:
-		name := "unreadable-" + strconv.FormatInt(o.Now.Unix(), 10)
-		if old != nil && ValidSession(old.PipelineID) {
-			name = old.PipelineID
-		}
-		res.Archived = filepath.Join(o.Scratch, ".pipeline-crashed-"+name)
-		if err := os.Rename(filepath.Join(o.Scratch, ActiveMarker), res.Archived); err != nil {
-			return nil, err
-		}
-		stale, err := staleDispatchMarkers(o.Scratch, old, o.Session)
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range stale {
-			id := filepath.Base(p)[len(DispatchActivePrefix):]
-			dst := filepath.Join(o.Scratch, DispatchCrashedPrefix+id)
-			if err := os.Rename(p, dst); err != nil {
-				return nil, err
-			}
-			res.ArchivedDispatch = append(res.ArchivedDispatch, dst)
-		}
-		if err := syncDir(o.Scratch); err != nil {
-			return nil, err
-		}
-		res.Previous = old
 	}
-	dir := DispatchDirFor(o.TmpDir, o.Session)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	session, dir, err := createDispatchDir(o.TmpDir, o.Scratch, o.Session, o.Now)
+	if err != nil {
 		return nil, err
+	}
+	o.Session = session
+	if hasMarker {
+		if err := archiveCrashed(o, old, res); err != nil {
+			os.Remove(dir) // still empty: nothing refers to it yet
+			return nil, err
+		}
 	}
 	m := &Marker{
 		PipelineID:  o.Session,
@@ -296,6 +282,112 @@ func Start(o StartOptions) (*StartResult, error) {
 	}
 	res.Marker = m
 	return res, nil
+}
+
+// archiveCrashed moves another session's marker to .pipeline-crashed-<id> and
+// its .dispatch-active-<id> markers to .dispatch-crashed-<id> (start --force).
+func archiveCrashed(o StartOptions, old *Marker, res *StartResult) error {
+	name := "unreadable-" + strconv.FormatInt(o.Now.Unix(), 10)
+	if old != nil && ValidSession(old.PipelineID) {
+		name = old.PipelineID
+	}
+	res.Archived = filepath.Join(o.Scratch, ".pipeline-crashed-"+name)
+	if err := os.Rename(filepath.Join(o.Scratch, ActiveMarker), res.Archived); err != nil {
+		return err
+	}
+	stale, err := staleDispatchMarkers(o.Scratch, old, o.Session)
+	if err != nil {
+		return err
+	}
+	for _, p := range stale {
+		id := filepath.Base(p)[len(DispatchActivePrefix):]
+		dst := filepath.Join(o.Scratch, DispatchCrashedPrefix+id)
+		if err := os.Rename(p, dst); err != nil {
+			return err
+		}
+		res.ArchivedDispatch = append(res.ArchivedDispatch, dst)
+	}
+	res.Previous = old
+	return syncDir(o.Scratch)
+}
+
+// SessionTakenError is a named session that is in use: its dispatch
+// directory exists already (another pipeline's, or one made by someone else to
+// catch this one's dispatches), or the scratch directory holds the durable
+// copy of a finished pipeline of that session, which readers would take for
+// the new pipeline's manifest.
+type SessionTakenError struct {
+	Session string
+	Dir     string // the directory that exists
+	Symlink bool   // Dir is a symlink
+	Copy    bool   // Dir is a finished pipeline's durable copy in the scratch directory
+}
+
+func (e *SessionTakenError) Error() string {
+	switch {
+	case e.Copy:
+		return fmt.Sprintf("session %s is taken: a finished pipeline's copy %s exists", e.Session, e.Dir)
+	case e.Symlink:
+		return fmt.Sprintf("session %s is taken: its dispatch directory %s already exists (as a symlink)", e.Session, e.Dir)
+	}
+	return fmt.Sprintf("session %s is taken: its dispatch directory %s already exists", e.Session, e.Dir)
+}
+
+// maxAutoSessions bounds the search for a free automatic session id.
+const maxAutoSessions = 1000
+
+// createDispatchDir makes the dispatch directory of a pipeline itself, with
+// mode 0700, and returns its session id and path. /tmp is shared with every
+// user of the machine and the name is predictable, so it never takes a
+// directory that exists (mkdir fails on any existing name, a symlink
+// included, so nothing is ever created through one). Nor a session whose
+// durable copy <scratch>/crucible-dispatch-<id> exists: the copy would be
+// read as the new pipeline's manifest, and its finish would merge into it. A
+// named session that is taken is refused; an automatic session is the Unix
+// time of now, or, when that is taken (two pipelines started in the same
+// second), the first of <time>-2, <time>-3, ... that is not.
+func createDispatchDir(tmp, scratch, session string, now time.Time) (string, string, error) {
+	if err := os.MkdirAll(tmp, 0o777); err != nil {
+		return "", "", err
+	}
+	try := func(id string) (string, error) {
+		dir := DispatchDirFor(tmp, id)
+		path := strings.TrimSuffix(dir, "/")
+		copyDir := filepath.Join(scratch, filepath.Base(path))
+		if _, err := os.Lstat(copyDir); err == nil {
+			return "", &SessionTakenError{Session: id, Dir: copyDir, Copy: true}
+		}
+		if err := os.Mkdir(path, 0o700); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				fi, _ := os.Lstat(path)
+				return "", &SessionTakenError{Session: id, Dir: dir, Symlink: fi != nil && fi.Mode()&fs.ModeSymlink != 0}
+			}
+			return "", err
+		}
+		// The umask may have taken bits away; the mode is exactly 0700.
+		if err := os.Chmod(path, 0o700); err != nil {
+			return "", err
+		}
+		return dir, syncDir(tmp)
+	}
+	if session != "" {
+		dir, err := try(session)
+		return session, dir, err
+	}
+	base := strconv.FormatInt(now.Unix(), 10)
+	var taken *SessionTakenError
+	for n := 1; n <= maxAutoSessions; n++ {
+		id := base
+		if n > 1 {
+			id = base + "-" + strconv.Itoa(n)
+		}
+		dir, err := try(id)
+		if errors.As(err, &taken) {
+			continue
+		}
+		return id, dir, err
+	}
+	return "", "", fmt.Errorf("no free dispatch directory in %s: %s and %d more names after it are taken", tmp, DispatchDirFor(tmp, base), maxAutoSessions-1)
 }
 
 // staleDispatchMarkers lists the .dispatch-active-<id> markers of the crashed

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -35,10 +37,18 @@ func TestPipelineLifecycle(t *testing.T) {
 		t.Errorf("dispatch-active: %q", da)
 	}
 
-	// Same session again: compaction recovery.
-	res, err = Start(o)
+	// The same session named again: compaction recovery.
+	named := o
+	named.Session = "1767323045"
+	res, err = Start(named)
 	if err != nil || !res.Resumed {
 		t.Fatalf("same session: %+v, %v", res, err)
+	}
+	// An automatic session is always a new pipeline: with a marker in the
+	// scratch directory, that one crashed (or still runs).
+	var crashed *CrashedError
+	if _, err := Start(o); !errors.As(err, &crashed) {
+		t.Fatalf("automatic session beside a marker: %v", err)
 	}
 
 	if _, err := SetPhase(scratch, "3"); err != nil {
@@ -205,5 +215,99 @@ func TestStartForceArchivesDispatchMarker(t *testing.T) {
 	res, err = Start(o)
 	if err != nil || len(res.ArchivedDispatch) != 1 || res.ArchivedDispatch[0] != filepath.Join(scratch, ".dispatch-crashed-200") {
 		t.Fatalf("unreadable marker: %+v, %v", res, err)
+	}
+}
+
+func TestStartNeverTakesAnExistingDispatchDir(t *testing.T) {
+	root := t.TempDir()
+	tmp := filepath.Join(root, "tmp")
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	start := func(scratch, session string) (*StartResult, error) {
+		return Start(StartOptions{Skill: "build", Scratch: filepath.Join(root, scratch), TmpDir: tmp, Session: session, Now: now})
+	}
+	// Two pipelines started in the same second, in two scratch directories.
+	a, err := start("a", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := start("b", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Marker.PipelineID != "1767323045" || b.Marker.PipelineID != "1767323045-2" || a.Marker.DispatchDir == b.Marker.DispatchDir {
+		t.Fatalf("sessions %s and %s", a.Marker.PipelineID, b.Marker.PipelineID)
+	}
+	fi, err := os.Lstat(b.Marker.DispatchDir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("dispatch dir: %v, %v", fi, err)
+	}
+	// A directory someone made first is skipped by an automatic session...
+	if err := os.Mkdir(filepath.Join(tmp, "crucible-dispatch-1767323045-3"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(root, filepath.Join(tmp, "crucible-dispatch-1767323045-4")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := start("c", "")
+	if err != nil || c.Marker.PipelineID != "1767323045-5" {
+		t.Fatalf("after taken names: %+v, %v", c, err)
+	}
+	// ... and refused when named, a symlink included; nothing is written.
+	for _, id := range []string{"1767323045", "1767323045-3", "1767323045-4"} {
+		_, err := start("d", id)
+		var taken *SessionTakenError
+		if !errors.As(err, &taken) || taken.Dir != filepath.Join(tmp, "crucible-dispatch-"+id)+"/" || taken.Symlink != (id == "1767323045-4") {
+			t.Errorf("session %s: %v", id, err)
+		}
+		if _, err := os.Stat(filepath.Join(root, "d", ActiveMarker)); err == nil {
+			t.Fatalf("session %s: a refused start wrote a marker", id)
+		}
+	}
+	// A finished pipeline's durable copy in the scratch directory takes its
+	// session too: the copy would be read as the new pipeline's manifest.
+	if err := os.MkdirAll(filepath.Join(root, "e", "crucible-dispatch-1767323045-6"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var copyTaken *SessionTakenError
+	if _, err := start("e", "1767323045-6"); !errors.As(err, &copyTaken) || !copyTaken.Copy {
+		t.Errorf("session of a durable copy: %v", err)
+	}
+	if e, err := start("e", ""); err != nil || e.Marker.PipelineID != "1767323045-7" {
+		t.Errorf("automatic beside a durable copy: %+v, %v", e, err)
+	}
+	// A refused forced start leaves the crashed pipeline's marker in place.
+	_, err = Start(StartOptions{Skill: "build", Scratch: filepath.Join(root, "a"), TmpDir: tmp, Session: "1767323045-3", Now: now, Force: true})
+	var taken *SessionTakenError
+	if !errors.As(err, &taken) || !exists(filepath.Join(root, "a", ActiveMarker)) {
+		t.Fatalf("forced start on a taken session: %v", err)
+	}
+}
+
+func TestStartsAtOnceGetDistinctDirectories(t *testing.T) {
+	root := t.TempDir()
+	tmp := filepath.Join(root, "tmp")
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	const n = 8
+	dirs := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			res, err := Start(StartOptions{Skill: "build", Scratch: filepath.Join(root, "scratch", strconv.Itoa(i)), TmpDir: tmp, Now: now})
+			errs[i] = err
+			if err == nil {
+				dirs[i] = res.Marker.DispatchDir
+			}
+		}(i)
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for i := range dirs {
+		if errs[i] != nil || seen[dirs[i]] {
+			t.Fatalf("start %d: %q, %v (dirs %q)", i, dirs[i], errs[i], dirs)
+		}
+		seen[dirs[i]] = true
 	}
 }

@@ -59,6 +59,26 @@ func reorderArgs(app *cli.App, args []string) ([]string, error) {
 					break
 				}
 			}
+			if f == nil && len(path) == 2 && path[0].cmd.Name == "dispatch" && strings.HasPrefix(a, "--") {
+				// dispatch.py's argparse takes unambiguous prefixes of long options.
+				long, err := argparsePrefix(app.ErrWriter, where(), path[1].cmd, a, name)
+				if err != nil {
+					return nil, err
+				}
+				if long == "help" {
+					help = true
+					continue
+				}
+				if long != "" {
+					_, value, _ := strings.Cut(a, "=")
+					if hasValue {
+						a = "--" + long + "=" + value
+					} else {
+						a = "--" + long
+					}
+					f, dest = flagTable(path[1].cmd.Flags)[long], &path[1].flags
+				}
+			}
 			if f == nil {
 				return nil, withHint(usageErrorf("unknown flag %s for %s", a, where()),
 					"run '"+where()+" --help' for its flags; a positional argument that starts with '-' goes after '--'")

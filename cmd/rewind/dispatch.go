@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -84,6 +85,47 @@ func dispatchCommand() *cli.Command {
 	}
 }
 
+// argparsePrefix resolves name, the part of the argument arg between "--" and
+// any "=", when it is none of cmd's options, as argparse resolves an
+// abbreviation: the one option of cmd (or help) whose name starts with it. It
+// returns "" when none does, and, when several do, prints argparse's error
+// to stderr and returns the exit.
+func argparsePrefix(stderr io.Writer, where string, cmd *cli.Command, arg, name string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	var matches []string
+	for _, long := range append([]string{"help"}, flagNames(cmd.Flags)...) {
+		if strings.HasPrefix(long, name) {
+			matches = append(matches, long)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return "", nil
+	case 1:
+		return matches[0], nil
+	}
+	for i := range matches {
+		matches[i] = "--" + matches[i]
+	}
+	fmt.Fprintf(stderr, "%s: error: ambiguous option: %s could match %s\n", where, arg, strings.Join(matches, ", "))
+	return "", silentExit(exitUsage)
+}
+
+// flagNames lists the long names of flags in their order.
+func flagNames(flags []cli.Flag) []string {
+	var names []string
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if len(n) > 1 {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
+}
+
 // argparseError prints a usage error as argparse does (without the usage
 // line) and exits 2.
 func argparseError(c *cli.Context, format string, a ...any) error {
@@ -155,6 +197,14 @@ func strFlag(c *cli.Context, name string) *string {
 // dispatchFailed prints a dispatch.py message and exits with its code.
 func dispatchFailed(c *cli.Context, err error) error {
 	var de *manifest.DispatchError
+	var cf *manifest.CopyFailures
+	if errors.As(err, &cf) {
+		for _, line := range cf.Lines() {
+			fmt.Fprintln(opts(c).Stderr, line)
+		}
+		fmt.Fprintln(opts(c).Stderr, cf.Error())
+		return silentExit(exitFailure)
+	}
 	if errors.As(err, &de) {
 		fmt.Fprintln(opts(c).Stderr, de.Msg)
 		if de.Usage {

@@ -32,17 +32,18 @@ func pipelineCommand() *cli.Command {
 				Name:      "start",
 				Usage:     "create the dispatch directory and the markers; print the dispatch directory",
 				ArgsUsage: " ",
-				Description: "Creates /tmp/crucible-dispatch-<session>/ (REWIND_TMPDIR replaces /tmp), writes\n" +
-					"<scratch>/.pipeline-active (with the project's branch and HEAD) and\n" +
-					"<scratch>/.dispatch-active-<session>, and prints the dispatch directory. The session\n" +
-					"defaults to the current Unix time. A marker of the same session is compaction recovery;\n" +
-					"another session's marker means that pipeline crashed: refused (exit 1) unless --force,\n" +
-					"which archives the old marker as .pipeline-crashed-<id> and its .dispatch-active-<id> as\n" +
-					".dispatch-crashed-<id>.",
+				Description: "Creates /tmp/crucible-dispatch-<session>/ (REWIND_TMPDIR replaces /tmp) itself, mode 0700,\n" +
+					"never one that exists; writes <scratch>/.pipeline-active (with the project's branch and\n" +
+					"HEAD) and <scratch>/.dispatch-active-<session>, and prints the dispatch directory. The\n" +
+					"session defaults to the current Unix time (<time>-2, -3, ... when that one is taken); a\n" +
+					"--session that is taken (its directory, or its copy in the scratch directory, exists) is\n" +
+					"refused. A marker of the --session given is compaction recovery; any other marker means\n" +
+					"that pipeline crashed: refused (exit 1) unless --force, which archives the old marker as\n" +
+					".pipeline-crashed-<id> and its .dispatch-active-<id> as .dispatch-crashed-<id>.",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "skill", Usage: "the `NAME` of the skill that runs the pipeline (build, quality-gate, ...)"},
 					scratchFlag(),
-					&cli.StringFlag{Name: "session", Usage: "the session `ID` (default: the Unix time)"},
+					&cli.StringFlag{Name: "session", Usage: "the session `ID` (default: the Unix time, made unique)"},
 					&cli.StringFlag{Name: "phase", Usage: "the first `PHASE`"},
 					&cli.BoolFlag{Name: "force", Usage: "archive another session's marker instead of refusing"},
 				},
@@ -167,6 +168,10 @@ func pipelineStart(c *cli.Context) error {
 	if errors.As(err, &crash) {
 		return crashHints(crash, branch, scratch)
 	}
+	var taken *manifest.SessionTakenError
+	if errors.As(err, &taken) {
+		return withHint(err, "pass another --session, or none: an automatic session id is always a new directory")
+	}
 	if err != nil {
 		return fmt.Errorf("pipeline start: %w", err)
 	}
@@ -236,8 +241,25 @@ func pipelineFinish(c *cli.Context) error {
 	}
 	res, err := manifest.Finish(scratch, c.Bool("failed"))
 	var de *manifest.DispatchError
+	var cf *manifest.CopyFailures
+	if errors.As(err, &cf) {
+		var lines []string
+		for _, l := range append(cf.Lines(), cf.Error()) {
+			lines = append(lines, strings.TrimPrefix(l, "dispatch cleanup: "))
+		}
+		return withHint(errors.New(strings.Join(lines, "\n")), "the markers are kept; everything else was copied: "+
+			"remove or fix those entries and run rewind pipeline finish --failed again")
+	}
 	if errors.As(err, &de) {
 		msg := errors.New(strings.TrimPrefix(de.Msg, "dispatch cleanup: "))
+		if de.Foreign {
+			return withHint(msg, "the markers are kept; rewind never uses a dispatch directory another user owns: "+
+				"find out who made it, and start a new pipeline")
+		}
+		if de.Inside {
+			return withHint(msg, "the markers are kept; the copy goes to <scratch>/<name of the dispatch directory>, "+
+				"so the scratch directory must lie outside the dispatch directory: check --scratch and REWIND_TMPDIR")
+		}
 		if de.DirMissing {
 			return withHint(msg, "the markers are kept; with the dispatch directory gone there is nothing to copy: "+
 				"rewind pipeline finish --failed removes the markers")
