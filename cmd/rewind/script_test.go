@@ -1,9 +1,7 @@
 package main
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -29,17 +27,6 @@ const (
 	scriptNow     = "2026-01-02T03:04:05Z"
 	scriptGitDate = "2026-01-02T03:04:05 +0000"
 )
-
-// scriptCondition answers the conditions the harness adds to testscript's:
-// [userns] holds when `unshare -U` can run a command in a user namespace,
-// where file permissions bind even root.
-func scriptCondition(cond string) (bool, error) {
-	switch cond {
-	case "userns":
-		return exec.Command("unshare", "-U", "true").Run() == nil, nil
-	}
-	return false, fmt.Errorf("unknown condition %q", cond)
-}
 
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
