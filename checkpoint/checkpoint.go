@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"rewind/gitexec"
 )
@@ -24,6 +27,9 @@ type Checkpoint struct {
 	Source  string    // the skill or command that took it
 	Time    time.Time // when it was taken (UTC)
 	Tree    string
+	// Procedure marks a commit crucible's checkpoint procedure made on the
+	// store's HEAD (rewind's own have a ref each, named by Seq).
+	Procedure bool
 	Branch  string // the project's branch then, when the work tree is a git repository
 	Head    string // the project's HEAD then
 	Skipped []Skipped
@@ -35,12 +41,15 @@ func (c *Checkpoint) Short() string { return c.ID[:8] }
 // ErrBadLabel means a reason or source would break the manifest table.
 var ErrBadLabel = errors.New("invalid checkpoint label")
 
-// CheckLabel refuses reasons and sources that are empty, multi-line or hold a
-// "|": they are columns of checkpoint-manifest.md.
+// CheckLabel refuses reasons and sources that are empty, multi-line, hold a
+// "|" (they are columns of checkpoint-manifest.md) or are not valid UTF-8 (git
+// would store them, but no REF typed later could name them again).
 func CheckLabel(what, v string) error {
 	switch {
 	case strings.TrimSpace(v) == "":
 		return fmt.Errorf("%w: the %s is empty", ErrBadLabel, what)
+	case !utf8.ValidString(v):
+		return fmt.Errorf("%w: the %s %q is not valid UTF-8", ErrBadLabel, what, v)
 	case strings.ContainsAny(v, "|\n\r"):
 		return fmt.Errorf("%w: the %s %q holds a '|' or a line break", ErrBadLabel, what, v)
 	case strings.TrimSpace(v) != v:
@@ -49,11 +58,44 @@ func CheckLabel(what, v string) error {
 	return nil
 }
 
-// List returns every checkpoint, oldest first.
+// List returns every checkpoint, oldest first: rewind's own (one ref each
+// under refs/rewind/checkpoints/, in their sequence) and those crucible's
+// procedure made (commits on the store's HEAD whose message is "<reason> |
+// <timestamp> | <source>", in their history's order), merged by time; at equal
+// times the procedure's come first. A procedure commit takes the Seq of the
+// rewind checkpoint before it (0 for none), so the newest checkpoint's Seq
+// plus one is always the next free sequence number.
 func (s *Store) List(ctx context.Context) ([]*Checkpoint, error) {
 	if !s.Exists() {
 		return nil, nil
 	}
+	var own, theirs []*Checkpoint
+	err := parallel(
+		func() (err error) { own, err = s.listOwn(ctx); return err },
+		func() (err error) { theirs, err = s.listProcedure(ctx); return err },
+	)
+	if err != nil {
+		return nil, err
+	}
+	if len(theirs) == 0 {
+		return own, nil
+	}
+	cps := make([]*Checkpoint, 0, len(own)+len(theirs))
+	seq := 0
+	for len(own) > 0 || len(theirs) > 0 {
+		if len(theirs) > 0 && (len(own) == 0 || !theirs[0].Time.After(own[0].Time)) {
+			theirs[0].Seq = seq
+			cps, theirs = append(cps, theirs[0]), theirs[1:]
+			continue
+		}
+		seq = own[0].Seq
+		cps, own = append(cps, own[0]), own[1:]
+	}
+	return cps, nil
+}
+
+// listOwn lists rewind's checkpoints, by sequence.
+func (s *Store) listOwn(ctx context.Context) ([]*Checkpoint, error) {
 	out, err := s.git().Run(ctx, "for-each-ref", "--format=%(refname)%00%(objectname)%00%(tree)%00%(contents)%00", refPrefix)
 	if err != nil {
 		return nil, err
@@ -72,6 +114,68 @@ func (s *Store) List(ctx context.Context) ([]*Checkpoint, error) {
 	}
 	sort.Slice(cps, func(a, b int) bool { return cps[a].Seq < cps[b].Seq })
 	return cps, nil
+}
+
+// listProcedure lists the checkpoints crucible's procedure committed on the
+// store's HEAD, oldest first. A commit whose first line is not "<reason> |
+// <timestamp> | <source>" is not a checkpoint. The timestamp is read as
+// RFC 3339, or as the procedure writes it ("2026-03-24 12:45:30") in local
+// time; else the commit's date stands for it.
+func (s *Store) listProcedure(ctx context.Context) ([]*Checkpoint, error) {
+	if !s.headBorn() {
+		return nil, nil
+	}
+	out, err := s.git().Run(ctx, "log", "-z", "--no-show-signature", "--format=%H%x00%T%x00%ct%x00%B", "HEAD", "--")
+	if err != nil {
+		return nil, err
+	}
+	var cps []*Checkpoint
+	fields := bytes.Split(out, []byte{0})
+	for i := 0; i+3 < len(fields); i += 4 {
+		c := &Checkpoint{ID: strings.TrimLeft(string(fields[i]), "\n"), Tree: string(fields[i+1]), Procedure: true}
+		msg := string(fields[i+3])
+		if len(strings.SplitN(firstLine(msg), " | ", 3)) != 3 {
+			continue
+		}
+		parseMessage(c, msg)
+		if c.Time.IsZero() {
+			if sec, err := strconv.ParseInt(string(fields[i+2]), 10, 64); err == nil {
+				c.Time = time.Unix(sec, 0).UTC()
+			}
+		}
+		cps = append(cps, c)
+	}
+	for i, j := 0, len(cps)-1; i < j; i, j = i+1, j-1 {
+		cps[i], cps[j] = cps[j], cps[i]
+	}
+	return cps, nil
+}
+
+// headBorn reports whether the store's HEAD names a commit: rewind's own HEAD
+// is an unborn branch, so only a store the procedure committed to has one.
+// Read from the files, sparing a git call on every list.
+func (s *Store) headBorn() bool {
+	data, err := os.ReadFile(filepath.Join(s.gitDir(), "HEAD"))
+	if err != nil {
+		return false
+	}
+	head := strings.TrimSpace(string(data))
+	ref, ok := strings.CutPrefix(head, "ref: ")
+	if !ok {
+		return isHex(head) && len(head) >= 40
+	}
+	if _, err := os.Stat(filepath.Join(s.gitDir(), filepath.FromSlash(ref))); err == nil {
+		return true
+	}
+	packed, err := os.ReadFile(filepath.Join(s.gitDir(), "packed-refs"))
+	return err == nil && bytes.Contains(packed, []byte(" "+ref+"\n"))
+}
+
+// ProjectBranch is the project's current branch ("" when HEAD is detached)
+// and whether the work tree is in a git repository with a HEAD.
+func (s *Store) ProjectBranch(ctx context.Context) (string, bool) {
+	branch, head := s.projectHead(ctx)
+	return branch, head != ""
 }
 
 // message is a checkpoint's commit message.
@@ -99,9 +203,7 @@ func parseMessage(c *Checkpoint, msg string) {
 	parts := strings.SplitN(lines[0], " | ", 3)
 	if len(parts) == 3 {
 		c.Reason, c.Source = parts[0], parts[2]
-		if t, err := time.Parse(time.RFC3339, parts[1]); err == nil {
-			c.Time = t.UTC()
-		}
+		c.Time = parseStamp(parts[1])
 	} else {
 		c.Reason = lines[0]
 	}
@@ -122,6 +224,30 @@ func parseMessage(c *Checkpoint, msg string) {
 			}
 		}
 	}
+}
+
+// stampLayouts are the timestamps read in checkpoint messages and manifest
+// rows: rewind's RFC 3339, and crucible's procedure's local times (its
+// example is "2026-03-24 12:45:30").
+var stampLayouts = []string{"2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02 15:04", "2006-01-02"}
+
+// procedureStamp is how a procedure checkpoint's time is written back to
+// checkpoint-manifest.md: as the procedure writes it.
+const procedureStamp = "2006-01-02 15:04:05"
+
+// parseStamp reads a timestamp of a message or a manifest row; the zero time
+// when it is none of stampLayouts. Times without a zone are local (TZ).
+func parseStamp(v string) time.Time {
+	v = strings.TrimSpace(v)
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t.UTC()
+	}
+	for _, layout := range stampLayouts {
+		if t, err := time.ParseInLocation(layout, v, time.Local); err == nil {
+			return t.UTC()
+		}
+	}
+	return time.Time{}
 }
 
 // CreateOptions are the inputs of a checkpoint.
@@ -169,6 +295,10 @@ func (s *Store) begin(ctx context.Context, refuseInterrupted bool) (func(), erro
 		return nil, err
 	}
 	if err := s.ensure(ctx); err != nil {
+		unlock()
+		return nil, err
+	}
+	if err := s.checkIndex(ctx); err != nil {
 		unlock()
 		return nil, err
 	}
@@ -277,30 +407,52 @@ func (s *Store) projectHead(ctx context.Context) (branch, head string) {
 	return branch, head
 }
 
-// evict deletes the refs of all but the newest keep checkpoints (their objects
-// are freed by the next prune) and rewrites the manifest.
+// evict deletes the refs of all but the newest keep of rewind's own
+// checkpoints (their objects are freed by the next prune) and rewrites the
+// manifest. Checkpoints crucible's procedure made are the procedure's: they
+// are never evicted, nor counted.
 func (s *Store) evict(ctx context.Context, cps []*Checkpoint, keep int) ([]*Checkpoint, error) {
+	var own []*Checkpoint
+	for _, c := range cps {
+		if !c.Procedure {
+			own = append(own, c)
+		}
+	}
 	var gone []*Checkpoint
-	if len(cps) > keep {
-		gone = cps[:len(cps)-keep]
+	if len(own) > keep {
+		gone = own[:len(own)-keep]
 		var b strings.Builder
+		evicted := map[*Checkpoint]bool{}
 		for _, c := range gone {
 			fmt.Fprintf(&b, "delete %s %s\n", refName(c.Seq), c.ID)
+			evicted[c] = true
 		}
 		if _, err := s.git().RunInput(ctx, strings.NewReader(b.String()), "update-ref", "--stdin"); err != nil {
 			return nil, err
 		}
-		cps = cps[len(cps)-keep:]
+		var left []*Checkpoint
+		for _, c := range cps {
+			if !evicted[c] {
+				left = append(left, c)
+			}
+		}
+		cps = left
 	}
 	return gone, s.writeManifest(cps)
 }
 
-// writeManifest rewrites checkpoint-manifest.md from the refs: crucible's rows,
-// oldest first. It is a cache; the refs are the truth.
+// writeManifest rewrites checkpoint-manifest.md from the checkpoints:
+// crucible's rows, oldest first, the procedure's with their timestamps as the
+// procedure writes them. It is a cache; the refs and the store's HEAD are the
+// truth.
 func (s *Store) writeManifest(cps []*Checkpoint) error {
 	var b strings.Builder
 	for _, c := range cps {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", c.Short(), c.Time.Format(time.RFC3339), c.Reason, c.Source)
+		stamp := c.Time.Format(time.RFC3339)
+		if c.Procedure {
+			stamp = c.Time.In(time.Local).Format(procedureStamp)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", c.Short(), stamp, c.Reason, c.Source)
 	}
 	return writeAtomic(s.manifestFile(), []byte(b.String()), 0o600)
 }
@@ -353,16 +505,34 @@ func (s *Store) Prune(ctx context.Context, keep int) (evicted []*Checkpoint, bef
 	if evicted, err = s.evict(ctx, cps, keep); err != nil {
 		return nil, 0, 0, err
 	}
+	// The objects only an index names are kept too: rewind's (through a ref to
+	// its tree, which also keeps them from the procedure's git gc) and the
+	// procedure's (git's default index, which repack and prune read when
+	// GIT_INDEX_FILE names it).
+	out, err := s.git().Run(ctx, "write-tree")
+	if err != nil {
+		return evicted, before, 0, err
+	}
+	if _, err := s.git().Run(ctx, "update-ref", "--no-deref", indexTreeRef, strings.TrimSpace(string(out))); err != nil {
+		return evicted, before, 0, err
+	}
+	g := s.git()
+	g.IndexFile = s.procedureIndex()
 	// repack and prune rather than gc: both run as rewind's direct children, so
 	// they die with it (gc's own children would not), and no gc.pid lock can
 	// outlive a killed prune.
 	for _, args := range [][]string{{"repack", "-a", "-d", "-q"}, {"prune", "--expire=now"}} {
-		if _, err := s.git().Run(ctx, args...); err != nil {
+		if _, err := g.Run(ctx, args...); err != nil {
 			return evicted, before, 0, err
 		}
 	}
 	return evicted, before, diskUsage(s.gitDir()), nil
 }
+
+// indexTreeRef names the tree of rewind's index as the last prune found it,
+// so that no prune (rewind's or the procedure's git gc) deletes the objects
+// the index names.
+const indexTreeRef = "refs/rewind/index-tree"
 
 // Size is the store's size on disk in bytes (see diskUsage).
 func (s *Store) Size() int64 { return diskUsage(s.Dir) }
