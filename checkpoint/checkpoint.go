@@ -5,10 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strconv"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -21,18 +21,18 @@ const refPrefix = "refs/rewind/checkpoints/"
 
 // Checkpoint is one recorded snapshot.
 type Checkpoint struct {
-	ID      string    // the commit id
-	Seq     int       // the creation order
-	Reason  string    //
-	Source  string    // the skill or command that took it
-	Time    time.Time // when it was taken (UTC)
-	Tree    string
+	ID     string    // the commit id
+	Seq    int       // the creation order
+	Reason string    //
+	Source string    // the skill or command that took it
+	Time   time.Time // when it was taken (UTC)
+	Tree   string
 	// Procedure marks a commit crucible's checkpoint procedure made on the
 	// store's HEAD (rewind's own have a ref each, named by Seq).
 	Procedure bool
-	Branch  string // the project's branch then, when the work tree is a git repository
-	Head    string // the project's HEAD then
-	Skipped []Skipped
+	Branch    string // the project's branch then, when the work tree is a git repository
+	Head      string // the project's HEAD then
+	Skipped   []Skipped
 }
 
 // Short is the 8-character id crucible shows.
