@@ -526,6 +526,15 @@ func (s *Store) Prune(ctx context.Context, keep int) (evicted []*Checkpoint, bef
 			return evicted, before, 0, err
 		}
 	}
+	// A commit-graph (the procedure's git gc writes one) would still name the
+	// commits just deleted, which git fsck reports as errors: it is a cache,
+	// and git gc writes it again.
+	info := filepath.Join(s.gitDir(), "objects", "info")
+	for _, p := range []string{filepath.Join(info, "commit-graph"), filepath.Join(info, "commit-graphs")} {
+		if err := os.RemoveAll(p); err != nil {
+			return evicted, before, 0, err
+		}
+	}
 	return evicted, before, diskUsage(s.gitDir()), nil
 }
 
