@@ -30,7 +30,11 @@ func (s *Store) Diff(ctx context.Context, ref, ref2, format string) (from *Check
 		if err != nil {
 			return nil, nil, nil, "", err
 		}
-		cap, err := s.capture(ctx, DefaultMaxFileSize)
+		var cap *capture
+		err = s.checkIndex(ctx)
+		if err == nil {
+			cap, err = s.capture(ctx, DefaultMaxFileSize)
+		}
 		unlock()
 		if err != nil {
 			return nil, nil, nil, "", err

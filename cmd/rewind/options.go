@@ -99,6 +99,13 @@ func isTerminal(v any) bool {
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
+// The range of --now: what git can record as a commit date and RFC 3339 can
+// write.
+var (
+	minNow = time.Unix(0, 0).UTC()
+	maxNow = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+)
+
 // resolveOptions turns the parsed global flags into options.
 func resolveOptions(c *cli.Context, o *options) error {
 	o.JSON = c.Bool("json")
@@ -140,6 +147,12 @@ func resolveOptions(c *cli.Context, o *options) error {
 		if err != nil {
 			return withHint(usageErrorf("invalid --now/REWIND_NOW %q: not an RFC 3339 time", v),
 				"use a time such as 2026-01-02T15:04:05Z")
+		}
+		// git stores commit dates as seconds since 1970 and refuses earlier
+		// ones; Go's RFC 3339 reads no year past 9999.
+		if t.Before(minNow) {
+			return withHint(usageErrorf("invalid --now/REWIND_NOW %q: before 1970, which git cannot record", v),
+				"use a time from "+minNow.Format(time.RFC3339)+" to "+maxNow.Format(time.RFC3339))
 		}
 		o.now, o.NowSet = t.UTC().Truncate(time.Second), true
 	}
