@@ -27,9 +27,11 @@ type Checkpoint struct {
 	Source string    // the skill or command that took it
 	Time   time.Time // when it was taken (UTC)
 	Tree   string
-	// Procedure marks a commit crucible's checkpoint procedure made on the
-	// store's HEAD (rewind's own have a ref each, named by Seq).
+	// Procedure marks a checkpoint of crucible's checkpoint procedure: a
+	// commit on the store's HEAD, or a row of checkpoint-manifest.md (rewind's
+	// own have a ref each, named by Seq).
 	Procedure bool
+	orphan    bool // a row naming a commit on neither HEAD nor a ref: prune pins it
 	Branch    string // the project's branch then, when the work tree is a git repository
 	Head      string // the project's HEAD then
 	Skipped   []Skipped
@@ -77,6 +79,11 @@ func (s *Store) List(ctx context.Context) ([]*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	rows, err := s.manifestRows(ctx, own, theirs)
+	if err != nil {
+		return nil, err
+	}
+	theirs = mergeByTime(theirs, rows)
 	if len(theirs) == 0 {
 		return own, nil
 	}
@@ -92,6 +99,162 @@ func (s *Store) List(ctx context.Context) ([]*Checkpoint, error) {
 		cps, own = append(cps, own[0]), own[1:]
 	}
 	return cps, nil
+}
+
+// mergeByTime merges two lists, each in its own order, by time; at equal
+// times a's come first.
+func mergeByTime(a, b []*Checkpoint) []*Checkpoint {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]*Checkpoint, 0, len(a)+len(b))
+	for len(a) > 0 || len(b) > 0 {
+		if len(a) > 0 && (len(b) == 0 || !a[0].Time.After(b[0].Time)) {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return out
+}
+
+// manifestRows reads the rows of checkpoint-manifest.md that crucible's
+// procedure wrote and no commit message already gives: a row naming a commit
+// of the procedure under another reason (the procedure records HEAD when
+// nothing changed since, and its commit fails), or a commit not on the
+// store's HEAD. Such a row is a checkpoint with the row's reason, timestamp
+// and source and the commit's tree. Rows naming rewind's own commits are a
+// cache of its refs and never read (an evicted checkpoint stays evicted), nor
+// are rows naming no commit in the store (crucible's prune drops them too).
+func (s *Store) manifestRows(ctx context.Context, own, theirs []*Checkpoint) ([]*Checkpoint, error) {
+	data, err := os.ReadFile(s.manifestFile())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	type row struct{ hash, stamp, reason, source string }
+	var rows []row
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Split(strings.TrimSpace(line), "|")
+		if len(f) != 6 || f[0] != "" || f[5] != "" {
+			continue
+		}
+		r := row{strings.TrimSpace(f[1]), strings.TrimSpace(f[2]), strings.TrimSpace(f[3]), strings.TrimSpace(f[4])}
+		if len(r.hash) < 7 || !isHex(r.hash) || r.reason == "" {
+			continue // the header, its rule, or not a row
+		}
+		rows = append(rows, r)
+	}
+	known := func(hash, reason string) (*Checkpoint, bool) {
+		var match *Checkpoint
+		for _, list := range [][]*Checkpoint{own, theirs} {
+			for _, c := range list {
+				if strings.HasPrefix(c.ID, strings.ToLower(hash)) {
+					if c.Reason == reason || !c.Procedure {
+						return c, true
+					}
+					match = c
+				}
+			}
+		}
+		return match, false
+	}
+	var out []*Checkpoint
+	var unknown []row
+	for _, r := range rows {
+		c, same := known(r.hash, r.reason)
+		switch {
+		case same:
+		case c != nil:
+			out = append(out, &Checkpoint{ID: c.ID, Tree: c.Tree, Reason: r.reason, Source: r.source, Time: rowTime(r.stamp, c.Time), Procedure: true})
+		default:
+			unknown = append(unknown, r)
+		}
+	}
+	if len(unknown) > 0 {
+		var in strings.Builder
+		for _, r := range unknown {
+			in.WriteString(r.hash + "^{commit}\n")
+		}
+		found, err := s.catCommits(ctx, in.String())
+		if err != nil {
+			return nil, err
+		}
+		for i, r := range unknown {
+			c := found[i]
+			if c == nil || c.committer == identityEmail {
+				continue
+			}
+			out = append(out, &Checkpoint{ID: c.id, Tree: c.tree, Reason: r.reason, Source: r.source, Time: rowTime(r.stamp, c.time), Procedure: true, orphan: true})
+		}
+	}
+	return out, nil
+}
+
+// identityEmail is the committer of every commit rewind makes (gitexec's
+// fixed identity).
+const identityEmail = "rewind@localhost"
+
+func rowTime(stamp string, fallback time.Time) time.Time {
+	if t := parseStamp(stamp); !t.IsZero() {
+		return t
+	}
+	return fallback
+}
+
+type commitInfo struct {
+	id, tree, committer string
+	time                time.Time
+}
+
+// catCommits reads the commits that the lines of in name (one revision a
+// line), with one git cat-file; nil for a line naming no commit.
+func (s *Store) catCommits(ctx context.Context, in string) ([]*commitInfo, error) {
+	out, err := s.git().RunInput(ctx, strings.NewReader(in), "cat-file", "--batch")
+	if err != nil {
+		return nil, err
+	}
+	var found []*commitInfo
+	for len(out) > 0 {
+		nl := bytes.IndexByte(out, '\n')
+		if nl < 0 {
+			break
+		}
+		head := strings.Fields(string(out[:nl]))
+		out = out[nl+1:]
+		if len(head) != 3 {
+			found = append(found, nil) // "<rev> missing", "<rev> ambiguous"
+			continue
+		}
+		size, err := strconv.Atoi(head[2])
+		if err != nil || size+1 > len(out) {
+			return nil, fmt.Errorf("cat-file: unexpected output %q", head)
+		}
+		body := string(out[:size])
+		out = out[size+1:]
+		c := &commitInfo{id: head[0]}
+		hdr, _, _ := strings.Cut(body, "\n\n")
+		for _, l := range strings.Split(hdr, "\n") {
+			k, v, _ := strings.Cut(l, " ")
+			switch k {
+			case "tree":
+				c.tree = v
+			case "committer":
+				if lt, gt := strings.LastIndexByte(v, '<'), strings.LastIndexByte(v, '>'); lt >= 0 && gt > lt {
+					c.committer = v[lt+1 : gt]
+					if f := strings.Fields(v[gt+1:]); len(f) > 0 {
+						if sec, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+							c.time = time.Unix(sec, 0).UTC()
+						}
+					}
+				}
+			}
+		}
+		found = append(found, c)
+	}
+	return found, nil
 }
 
 // listOwn lists rewind's checkpoints, by sequence.
@@ -505,6 +668,9 @@ func (s *Store) Prune(ctx context.Context, keep int) (evicted []*Checkpoint, bef
 	if evicted, err = s.evict(ctx, cps, keep); err != nil {
 		return nil, 0, 0, err
 	}
+	if err := s.pinOrphans(ctx, cps); err != nil {
+		return evicted, before, 0, err
+	}
 	// The objects only an index names are kept too: rewind's (through a ref to
 	// its tree, which also keeps them from the procedure's git gc) and the
 	// procedure's (git's default index, which repack and prune read when
@@ -536,6 +702,41 @@ func (s *Store) Prune(ctx context.Context, keep int) (evicted []*Checkpoint, bef
 		}
 	}
 	return evicted, before, diskUsage(s.gitDir()), nil
+}
+
+// pinPrefix holds a ref for each commit that only a row of
+// checkpoint-manifest.md names (the procedure's, on no branch), so that a
+// prune keeps every checkpoint rewind lists.
+const pinPrefix = "refs/rewind/pinned/"
+
+// pinOrphans makes pinPrefix hold exactly the orphans among cps.
+func (s *Store) pinOrphans(ctx context.Context, cps []*Checkpoint) error {
+	want := map[string]bool{}
+	for _, c := range cps {
+		if c.orphan {
+			want[c.ID] = true
+		}
+	}
+	out, err := s.git().Run(ctx, "for-each-ref", "--format=%(refname)", pinPrefix)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, ref := range strings.Fields(string(out)) {
+		if id := strings.TrimPrefix(ref, pinPrefix); want[id] {
+			delete(want, id)
+		} else {
+			fmt.Fprintf(&b, "delete %s\n", ref)
+		}
+	}
+	for id := range want {
+		fmt.Fprintf(&b, "update %s%s %s\n", pinPrefix, id, id)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	_, err = s.git().RunInput(ctx, strings.NewReader(b.String()), "update-ref", "--stdin")
+	return err
 }
 
 // indexTreeRef names the tree of rewind's index as the last prune found it,
