@@ -31,7 +31,7 @@ type Checkpoint struct {
 	// commit on the store's HEAD, or a row of checkpoint-manifest.md (rewind's
 	// own have a ref each, named by Seq).
 	Procedure bool
-	orphan    bool // a row naming a commit on neither HEAD nor a ref: prune pins it
+	orphan    bool   // a row naming a commit on neither HEAD nor a ref: prune pins it
 	Branch    string // the project's branch then, when the work tree is a git repository
 	Head      string // the project's HEAD then
 	Skipped   []Skipped
