@@ -87,6 +87,11 @@ func Open(workTree, dir string) (*Store, error) {
 	if err := s.upgrade(); err != nil {
 		return nil, err
 	}
+	if !s.Exists() {
+		if err := s.checkEmpty(); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -346,6 +351,9 @@ func (s *Store) ensure(ctx context.Context) error {
 		}
 		s.warn("the store's repository was corrupt (%s); moved it to %s and started a new one", corrupt, aside)
 	}
+	if err := s.checkEmpty(); err != nil {
+		return err
+	}
 	// The record first: a repository without one is refused by Open, and a
 	// concurrent Open must never see the repository before it.
 	if err := writeAtomic(s.ownerFile(), []byte(s.WorkTree+"\n"), 0o600); err != nil {
@@ -353,6 +361,39 @@ func (s *Store) ensure(ctx context.Context) error {
 	}
 	return s.git().Init(ctx)
 }
+
+// storeNames are the entries a directory may hold before rewind makes a
+// repository in it: rewind's own, and what a git init that died left.
+var storeNames = map[string]bool{
+	"checkpoint-manifest.md": true, ".gitignore": true, "HEAD": true, "config": true, "description": true,
+	"objects": true, "refs": true, "info": true, "hooks": true, "branches": true, "logs": true, "packed-refs": true,
+}
+
+// checkEmpty refuses to make a repository in a directory that holds anything
+// else (--store naming a directory in use): the store directory is the git
+// directory, and its files would mix with the user's.
+func (s *Store) checkEmpty() error {
+	entries, err := os.ReadDir(s.Dir)
+	if err != nil {
+		return err
+	}
+	var other []string
+	for _, e := range entries {
+		if n := e.Name(); !storeNames[n] && !strings.HasPrefix(n, "rewind-") && !strings.HasPrefix(n, ".rewind-tmp-") {
+			other = append(other, n)
+		}
+	}
+	if len(other) == 0 {
+		return nil
+	}
+	if len(other) > 3 {
+		other = append(other[:3], "...")
+	}
+	return fmt.Errorf("%w: %s holds other files (%s); pass --store a new or empty directory", ErrNotStore, s.Dir, strings.Join(other, ", "))
+}
+
+// ErrNotStore means the store directory holds files that are not a store's.
+var ErrNotStore = errors.New("not a checkpoint store")
 
 // adopt writes the record of a repository crucible's procedure made (Open
 // accepted it for this work tree) and gives it rewind's attributes, which keep

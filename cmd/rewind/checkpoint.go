@@ -626,7 +626,7 @@ func checkpointStatus(c *cli.Context) error {
 	case !s.Exists():
 		health = "no store yet (the first checkpoint creates it)"
 	case err != nil:
-		health = "unreadable: " + err.Error() + " (the next checkpoint moves it aside and starts a new one)"
+		health = "unreadable: " + err.Error() + " (a checkpoint moves the repository aside only when git cannot open it; otherwise the store stays as it is)"
 	case s.Interrupted() != nil:
 		health = s.Interrupted().Error()
 	}
