@@ -396,13 +396,17 @@ func (s *Store) checkEmpty() error {
 var ErrNotStore = errors.New("not a checkpoint store")
 
 // adopt writes the record of a repository crucible's procedure made (Open
-// accepted it for this work tree) and gives it rewind's attributes, which keep
-// snapshots byte-exact.
+// accepted it for this work tree), and gives a store rewind's attributes,
+// which keep snapshots byte-exact, when it lacks them (the procedure made it,
+// or a full disk stopped an earlier init).
 func (s *Store) adopt(ctx context.Context) error {
-	if _, err := os.Stat(s.ownerFile()); err == nil || !errors.Is(err, os.ErrNotExist) {
-		return err
+	attrs, _ := os.ReadFile(filepath.Join(s.gitDir(), "info", "attributes"))
+	if string(attrs) != gitexec.ShadowAttributes {
+		if err := s.git().Init(ctx); err != nil {
+			return err
+		}
 	}
-	if err := s.git().Init(ctx); err != nil {
+	if _, err := os.Stat(s.ownerFile()); err == nil || !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	return writeAtomic(s.ownerFile(), []byte(s.WorkTree+"\n"), 0o600)
