@@ -363,10 +363,12 @@ func (s *Store) ensure(ctx context.Context) error {
 }
 
 // storeNames are the entries a directory may hold before rewind makes a
-// repository in it: rewind's own, and what a git init that died left.
+// repository in it: besides rewind's own and any lock file, what a git init
+// (rewind's or the procedure's) running at the same time or killed leaves.
 var storeNames = map[string]bool{
 	"checkpoint-manifest.md": true, ".gitignore": true, "HEAD": true, "config": true, "description": true,
 	"objects": true, "refs": true, "info": true, "hooks": true, "branches": true, "logs": true, "packed-refs": true,
+	"index": true, "COMMIT_EDITMSG": true,
 }
 
 // checkEmpty refuses to make a repository in a directory that holds anything
@@ -379,7 +381,7 @@ func (s *Store) checkEmpty() error {
 	}
 	var other []string
 	for _, e := range entries {
-		if n := e.Name(); !storeNames[n] && !strings.HasPrefix(n, "rewind-") && !strings.HasPrefix(n, ".rewind-tmp-") {
+		if n := e.Name(); !storeNames[n] && !strings.HasPrefix(n, "rewind-") && !strings.HasPrefix(n, ".rewind-tmp-") && !strings.HasSuffix(n, ".lock") {
 			other = append(other, n)
 		}
 	}
