@@ -63,8 +63,11 @@ func DefaultDir(home, workTree string) string {
 }
 
 // Open returns the store of workTree in dir ("" for the default location). It
-// refuses / and the home directory as work trees, and a store that records
-// another work tree. The store is created on first use by a mutating operation.
+// refuses / and the home directory as work trees, a store that records another
+// work tree (a store crucible's procedure made is adopted, see checkOwner),
+// and a directory holding other files. A store in rewind's earlier layout is
+// moved to the current one (see upgrade). The store is created on first use
+// by a mutating operation.
 func Open(workTree, dir string) (*Store, error) {
 	home, _ := os.UserHomeDir()
 	realHome := home
