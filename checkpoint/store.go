@@ -335,7 +335,7 @@ func (s *Store) ensure(ctx context.Context) error {
 		// A HEAD emptied by a crash is the common damage, and refs and objects
 		// are intact behind it: repair it before giving up on the repository.
 		if corrupt == errBadHEAD {
-			if err := writeAtomic(filepath.Join(s.gitDir(), "HEAD"), []byte("ref: refs/heads/rewind\n"), 0o600); err != nil {
+			if err := writeAtomic(filepath.Join(s.gitDir(), "HEAD"), []byte("ref: "+s.headBranch()+"\n"), 0o600); err != nil {
 				return err
 			}
 			again, err := s.corruption(ctx)
@@ -415,6 +415,33 @@ func (s *Store) adopt(ctx context.Context) error {
 		return err
 	}
 	return writeAtomic(s.ownerFile(), []byte(s.WorkTree+"\n"), 0o600)
+}
+
+// headBranch is the branch a repaired HEAD names: the one branch the store
+// has (the procedure's commits are on it), else rewind's own unborn one.
+func (s *Store) headBranch() string {
+	branches := map[string]bool{}
+	heads := filepath.Join(s.gitDir(), "refs", "heads")
+	filepath.WalkDir(heads, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && !strings.HasSuffix(p, ".lock") {
+			rel, _ := filepath.Rel(s.gitDir(), p)
+			branches[filepath.ToSlash(rel)] = true
+		}
+		return nil
+	})
+	if packed, err := os.ReadFile(filepath.Join(s.gitDir(), "packed-refs")); err == nil {
+		for _, line := range strings.Split(string(packed), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && strings.HasPrefix(f[1], "refs/heads/") {
+				branches[f[1]] = true
+			}
+		}
+	}
+	if len(branches) == 1 {
+		for b := range branches {
+			return b
+		}
+	}
+	return "refs/heads/rewind"
 }
 
 // moveAside moves everything of a corrupt store but the lock and the record
