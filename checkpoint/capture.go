@@ -193,7 +193,7 @@ func (s *Store) prewrite(ctx context.Context, files []verdict) {
 			continue
 		}
 		g := s.git()
-		g.IndexFile = filepath.Join(s.Dir, fmt.Sprintf("prewrite-index-%d", i))
+		g.IndexFile = s.scratchFile(fmt.Sprintf("prewrite-index-%d", i))
 		// Leftovers of a rewind killed here; the store lock is held.
 		os.Remove(g.IndexFile)
 		os.Remove(g.IndexFile + ".lock")

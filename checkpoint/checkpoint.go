@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"rewind/gitexec"
 )
@@ -18,15 +21,20 @@ const refPrefix = "refs/rewind/checkpoints/"
 
 // Checkpoint is one recorded snapshot.
 type Checkpoint struct {
-	ID      string    // the commit id
-	Seq     int       // the creation order
-	Reason  string    //
-	Source  string    // the skill or command that took it
-	Time    time.Time // when it was taken (UTC)
-	Tree    string
-	Branch  string // the project's branch then, when the work tree is a git repository
-	Head    string // the project's HEAD then
-	Skipped []Skipped
+	ID     string    // the commit id
+	Seq    int       // the creation order
+	Reason string    //
+	Source string    // the skill or command that took it
+	Time   time.Time // when it was taken (UTC)
+	Tree   string
+	// Procedure marks a checkpoint of crucible's checkpoint procedure: a
+	// commit on the store's HEAD, or a row of checkpoint-manifest.md (rewind's
+	// own have a ref each, named by Seq).
+	Procedure bool
+	orphan    bool   // a row naming a commit on neither HEAD nor a ref: prune pins it
+	Branch    string // the project's branch then, when the work tree is a git repository
+	Head      string // the project's HEAD then
+	Skipped   []Skipped
 
 	meta *meta // what git cannot record (meta.go); nil for older checkpoints
 }
@@ -37,12 +45,15 @@ func (c *Checkpoint) Short() string { return c.ID[:8] }
 // ErrBadLabel means a reason or source would break the manifest table.
 var ErrBadLabel = errors.New("invalid checkpoint label")
 
-// CheckLabel refuses reasons and sources that are empty, multi-line or hold a
-// "|": they are columns of checkpoint-manifest.md.
+// CheckLabel refuses reasons and sources that are empty, multi-line, hold a
+// "|" (they are columns of checkpoint-manifest.md) or are not valid UTF-8 (git
+// would store them, but no REF typed later could name them again).
 func CheckLabel(what, v string) error {
 	switch {
 	case strings.TrimSpace(v) == "":
 		return fmt.Errorf("%w: the %s is empty", ErrBadLabel, what)
+	case !utf8.ValidString(v):
+		return fmt.Errorf("%w: the %s %q is not valid UTF-8", ErrBadLabel, what, v)
 	case strings.ContainsAny(v, "|\n\r"):
 		return fmt.Errorf("%w: the %s %q holds a '|' or a line break", ErrBadLabel, what, v)
 	case strings.TrimSpace(v) != v:
@@ -51,11 +62,205 @@ func CheckLabel(what, v string) error {
 	return nil
 }
 
-// List returns every checkpoint, oldest first.
+// List returns every checkpoint, oldest first: rewind's own (one ref each
+// under refs/rewind/checkpoints/, in their sequence) and those crucible's
+// procedure made (commits on the store's HEAD whose message is "<reason> |
+// <timestamp> | <source>", in their history's order), merged by time; at equal
+// times the procedure's come first. A procedure commit takes the Seq of the
+// rewind checkpoint before it (0 for none), so the newest checkpoint's Seq
+// plus one is always the next free sequence number.
 func (s *Store) List(ctx context.Context) ([]*Checkpoint, error) {
 	if !s.Exists() {
 		return nil, nil
 	}
+	var own, theirs []*Checkpoint
+	err := parallel(
+		func() (err error) { own, err = s.listOwn(ctx); return err },
+		func() (err error) { theirs, err = s.listProcedure(ctx); return err },
+	)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.manifestRows(ctx, own, theirs)
+	if err != nil {
+		return nil, err
+	}
+	theirs = mergeByTime(theirs, rows)
+	if len(theirs) == 0 {
+		return own, nil
+	}
+	cps := make([]*Checkpoint, 0, len(own)+len(theirs))
+	seq := 0
+	for len(own) > 0 || len(theirs) > 0 {
+		if len(theirs) > 0 && (len(own) == 0 || !theirs[0].Time.After(own[0].Time)) {
+			theirs[0].Seq = seq
+			cps, theirs = append(cps, theirs[0]), theirs[1:]
+			continue
+		}
+		seq = own[0].Seq
+		cps, own = append(cps, own[0]), own[1:]
+	}
+	return cps, nil
+}
+
+// mergeByTime merges two lists, each in its own order, by time; at equal
+// times a's come first.
+func mergeByTime(a, b []*Checkpoint) []*Checkpoint {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]*Checkpoint, 0, len(a)+len(b))
+	for len(a) > 0 || len(b) > 0 {
+		if len(a) > 0 && (len(b) == 0 || !a[0].Time.After(b[0].Time)) {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return out
+}
+
+// manifestRows reads the rows of checkpoint-manifest.md that crucible's
+// procedure wrote and no commit message already gives: a row naming a commit
+// of the procedure under another reason (the procedure records HEAD when
+// nothing changed since, and its commit fails), or a commit not on the
+// store's HEAD. Such a row is a checkpoint with the row's reason, timestamp
+// and source and the commit's tree. Rows naming rewind's own commits are a
+// cache of its refs and never read (an evicted checkpoint stays evicted), nor
+// are rows naming no commit in the store (crucible's prune drops them too).
+func (s *Store) manifestRows(ctx context.Context, own, theirs []*Checkpoint) ([]*Checkpoint, error) {
+	data, err := os.ReadFile(s.manifestFile())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	type row struct{ hash, stamp, reason, source string }
+	var rows []row
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Split(strings.TrimSpace(line), "|")
+		if len(f) != 6 || f[0] != "" || f[5] != "" {
+			continue
+		}
+		r := row{strings.TrimSpace(f[1]), strings.TrimSpace(f[2]), strings.TrimSpace(f[3]), strings.TrimSpace(f[4])}
+		if len(r.hash) < 7 || !isHex(r.hash) || r.reason == "" {
+			continue // the header, its rule, or not a row
+		}
+		rows = append(rows, r)
+	}
+	known := func(hash, reason string) (*Checkpoint, bool) {
+		var match *Checkpoint
+		for _, list := range [][]*Checkpoint{own, theirs} {
+			for _, c := range list {
+				if strings.HasPrefix(c.ID, strings.ToLower(hash)) {
+					if c.Reason == reason || !c.Procedure {
+						return c, true
+					}
+					match = c
+				}
+			}
+		}
+		return match, false
+	}
+	var out []*Checkpoint
+	var unknown []row
+	for _, r := range rows {
+		c, same := known(r.hash, r.reason)
+		switch {
+		case same:
+		case c != nil:
+			out = append(out, &Checkpoint{ID: c.ID, Tree: c.Tree, Reason: r.reason, Source: r.source, Time: rowTime(r.stamp, c.Time), Procedure: true})
+		default:
+			unknown = append(unknown, r)
+		}
+	}
+	if len(unknown) > 0 {
+		var in strings.Builder
+		for _, r := range unknown {
+			in.WriteString(r.hash + "^{commit}\n")
+		}
+		found, err := s.catCommits(ctx, in.String())
+		if err != nil {
+			return nil, err
+		}
+		for i, r := range unknown {
+			c := found[i]
+			if c == nil || c.committer == identityEmail {
+				continue
+			}
+			out = append(out, &Checkpoint{ID: c.id, Tree: c.tree, Reason: r.reason, Source: r.source, Time: rowTime(r.stamp, c.time), Procedure: true, orphan: true})
+		}
+	}
+	return out, nil
+}
+
+// identityEmail is the committer of every commit rewind makes (gitexec's
+// fixed identity).
+const identityEmail = "rewind@localhost"
+
+func rowTime(stamp string, fallback time.Time) time.Time {
+	if t := parseStamp(stamp); !t.IsZero() {
+		return t
+	}
+	return fallback
+}
+
+type commitInfo struct {
+	id, tree, committer string
+	time                time.Time
+}
+
+// catCommits reads the commits that the lines of in name (one revision a
+// line), with one git cat-file; nil for a line naming no commit.
+func (s *Store) catCommits(ctx context.Context, in string) ([]*commitInfo, error) {
+	out, err := s.git().RunInput(ctx, strings.NewReader(in), "cat-file", "--batch")
+	if err != nil {
+		return nil, err
+	}
+	var found []*commitInfo
+	for len(out) > 0 {
+		nl := bytes.IndexByte(out, '\n')
+		if nl < 0 {
+			break
+		}
+		head := strings.Fields(string(out[:nl]))
+		out = out[nl+1:]
+		if len(head) != 3 {
+			found = append(found, nil) // "<rev> missing", "<rev> ambiguous"
+			continue
+		}
+		size, err := strconv.Atoi(head[2])
+		if err != nil || size+1 > len(out) {
+			return nil, fmt.Errorf("cat-file: unexpected output %q", head)
+		}
+		body := string(out[:size])
+		out = out[size+1:]
+		c := &commitInfo{id: head[0]}
+		hdr, _, _ := strings.Cut(body, "\n\n")
+		for _, l := range strings.Split(hdr, "\n") {
+			k, v, _ := strings.Cut(l, " ")
+			switch k {
+			case "tree":
+				c.tree = v
+			case "committer":
+				if lt, gt := strings.LastIndexByte(v, '<'), strings.LastIndexByte(v, '>'); lt >= 0 && gt > lt {
+					c.committer = v[lt+1 : gt]
+					if f := strings.Fields(v[gt+1:]); len(f) > 0 {
+						if sec, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+							c.time = time.Unix(sec, 0).UTC()
+						}
+					}
+				}
+			}
+		}
+		found = append(found, c)
+	}
+	return found, nil
+}
+
+// listOwn lists rewind's checkpoints, by sequence.
+func (s *Store) listOwn(ctx context.Context) ([]*Checkpoint, error) {
 	out, err := s.git().Run(ctx, "for-each-ref", "--format=%(refname)%00%(objectname)%00%(tree)%00%(contents)%00", refPrefix)
 	if err != nil {
 		return nil, err
@@ -74,6 +279,68 @@ func (s *Store) List(ctx context.Context) ([]*Checkpoint, error) {
 	}
 	sort.Slice(cps, func(a, b int) bool { return cps[a].Seq < cps[b].Seq })
 	return cps, nil
+}
+
+// listProcedure lists the checkpoints crucible's procedure committed on the
+// store's HEAD, oldest first. A commit whose first line is not "<reason> |
+// <timestamp> | <source>" is not a checkpoint. The timestamp is read as
+// RFC 3339, or as the procedure writes it ("2026-03-24 12:45:30") in local
+// time; else the commit's date stands for it.
+func (s *Store) listProcedure(ctx context.Context) ([]*Checkpoint, error) {
+	if !s.headBorn() {
+		return nil, nil
+	}
+	out, err := s.git().Run(ctx, "log", "-z", "--no-show-signature", "--format=%H%x00%T%x00%ct%x00%B", "HEAD", "--")
+	if err != nil {
+		return nil, err
+	}
+	var cps []*Checkpoint
+	fields := bytes.Split(out, []byte{0})
+	for i := 0; i+3 < len(fields); i += 4 {
+		c := &Checkpoint{ID: strings.TrimLeft(string(fields[i]), "\n"), Tree: string(fields[i+1]), Procedure: true}
+		msg := string(fields[i+3])
+		if len(strings.SplitN(firstLine(msg), " | ", 3)) != 3 {
+			continue
+		}
+		parseMessage(c, msg)
+		if c.Time.IsZero() {
+			if sec, err := strconv.ParseInt(string(fields[i+2]), 10, 64); err == nil {
+				c.Time = time.Unix(sec, 0).UTC()
+			}
+		}
+		cps = append(cps, c)
+	}
+	for i, j := 0, len(cps)-1; i < j; i, j = i+1, j-1 {
+		cps[i], cps[j] = cps[j], cps[i]
+	}
+	return cps, nil
+}
+
+// headBorn reports whether the store's HEAD names a commit: rewind's own HEAD
+// is an unborn branch, so only a store the procedure committed to has one.
+// Read from the files, sparing a git call on every list.
+func (s *Store) headBorn() bool {
+	data, err := os.ReadFile(filepath.Join(s.gitDir(), "HEAD"))
+	if err != nil {
+		return false
+	}
+	head := strings.TrimSpace(string(data))
+	ref, ok := strings.CutPrefix(head, "ref: ")
+	if !ok {
+		return isHex(head) && len(head) >= 40
+	}
+	if _, err := os.Stat(filepath.Join(s.gitDir(), filepath.FromSlash(ref))); err == nil {
+		return true
+	}
+	packed, err := os.ReadFile(filepath.Join(s.gitDir(), "packed-refs"))
+	return err == nil && bytes.Contains(packed, []byte(" "+ref+"\n"))
+}
+
+// ProjectBranch is the project's current branch ("" when HEAD is detached)
+// and whether the work tree is in a git repository with a HEAD.
+func (s *Store) ProjectBranch(ctx context.Context) (string, bool) {
+	branch, head := s.projectHead(ctx)
+	return branch, head != ""
 }
 
 // message is a checkpoint's commit message.
@@ -102,9 +369,7 @@ func parseMessage(c *Checkpoint, msg string) {
 	parts := strings.SplitN(lines[0], " | ", 3)
 	if len(parts) == 3 {
 		c.Reason, c.Source = parts[0], parts[2]
-		if t, err := time.Parse(time.RFC3339, parts[1]); err == nil {
-			c.Time = t.UTC()
-		}
+		c.Time = parseStamp(parts[1])
 	} else {
 		c.Reason = lines[0]
 	}
@@ -125,6 +390,30 @@ func parseMessage(c *Checkpoint, msg string) {
 			}
 		}
 	}
+}
+
+// stampLayouts are the timestamps read in checkpoint messages and manifest
+// rows: rewind's RFC 3339, and crucible's procedure's local times (its
+// example is "2026-03-24 12:45:30").
+var stampLayouts = []string{"2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02 15:04", "2006-01-02"}
+
+// procedureStamp is how a procedure checkpoint's time is written back to
+// checkpoint-manifest.md: as the procedure writes it.
+const procedureStamp = "2006-01-02 15:04:05"
+
+// parseStamp reads a timestamp of a message or a manifest row; the zero time
+// when it is none of stampLayouts. Times without a zone are local (TZ).
+func parseStamp(v string) time.Time {
+	v = strings.TrimSpace(v)
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t.UTC()
+	}
+	for _, layout := range stampLayouts {
+		if t, err := time.ParseInLocation(layout, v, time.Local); err == nil {
+			return t.UTC()
+		}
+	}
+	return time.Time{}
 }
 
 // CreateOptions are the inputs of a checkpoint.
@@ -172,6 +461,10 @@ func (s *Store) begin(ctx context.Context, refuseInterrupted bool) (func(), erro
 		return nil, err
 	}
 	if err := s.ensure(ctx); err != nil {
+		unlock()
+		return nil, err
+	}
+	if err := s.checkIndex(ctx); err != nil {
 		unlock()
 		return nil, err
 	}
@@ -280,30 +573,52 @@ func (s *Store) projectHead(ctx context.Context) (branch, head string) {
 	return branch, head
 }
 
-// evict deletes the refs of all but the newest keep checkpoints (their objects
-// are freed by the next prune) and rewrites the manifest.
+// evict deletes the refs of all but the newest keep of rewind's own
+// checkpoints (their objects are freed by the next prune) and rewrites the
+// manifest. Checkpoints crucible's procedure made are the procedure's: they
+// are never evicted, nor counted.
 func (s *Store) evict(ctx context.Context, cps []*Checkpoint, keep int) ([]*Checkpoint, error) {
+	var own []*Checkpoint
+	for _, c := range cps {
+		if !c.Procedure {
+			own = append(own, c)
+		}
+	}
 	var gone []*Checkpoint
-	if len(cps) > keep {
-		gone = cps[:len(cps)-keep]
+	if len(own) > keep {
+		gone = own[:len(own)-keep]
 		var b strings.Builder
+		evicted := map[*Checkpoint]bool{}
 		for _, c := range gone {
 			fmt.Fprintf(&b, "delete %s %s\n", refName(c.Seq), c.ID)
+			evicted[c] = true
 		}
 		if _, err := s.git().RunInput(ctx, strings.NewReader(b.String()), "update-ref", "--stdin"); err != nil {
 			return nil, err
 		}
-		cps = cps[len(cps)-keep:]
+		var left []*Checkpoint
+		for _, c := range cps {
+			if !evicted[c] {
+				left = append(left, c)
+			}
+		}
+		cps = left
 	}
 	return gone, s.writeManifest(cps)
 }
 
-// writeManifest rewrites checkpoint-manifest.md from the refs: crucible's rows,
-// oldest first. It is a cache; the refs are the truth.
+// writeManifest rewrites checkpoint-manifest.md from the checkpoints:
+// crucible's rows, oldest first, the procedure's with their timestamps as the
+// procedure writes them. It is a cache; the refs and the store's HEAD are the
+// truth.
 func (s *Store) writeManifest(cps []*Checkpoint) error {
 	var b strings.Builder
 	for _, c := range cps {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", c.Short(), c.Time.Format(time.RFC3339), c.Reason, c.Source)
+		stamp := c.Time.Format(time.RFC3339)
+		if c.Procedure {
+			stamp = c.Time.In(time.Local).Format(procedureStamp)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", c.Short(), stamp, c.Reason, c.Source)
 	}
 	return writeAtomic(s.manifestFile(), []byte(b.String()), 0o600)
 }
@@ -356,16 +671,81 @@ func (s *Store) Prune(ctx context.Context, keep int) (evicted []*Checkpoint, bef
 	if evicted, err = s.evict(ctx, cps, keep); err != nil {
 		return nil, 0, 0, err
 	}
+	if err := s.pinOrphans(ctx, cps); err != nil {
+		return evicted, before, 0, err
+	}
+	// The objects only an index names are kept too: rewind's (through a ref to
+	// its tree, which also keeps them from the procedure's git gc) and the
+	// procedure's (git's default index, which repack and prune read when
+	// GIT_INDEX_FILE names it).
+	out, err := s.git().Run(ctx, "write-tree")
+	if err != nil {
+		return evicted, before, 0, err
+	}
+	if _, err := s.git().Run(ctx, "update-ref", "--no-deref", indexTreeRef, strings.TrimSpace(string(out))); err != nil {
+		return evicted, before, 0, err
+	}
+	g := s.git()
+	g.IndexFile = s.procedureIndex()
 	// repack and prune rather than gc: both run as rewind's direct children, so
 	// they die with it (gc's own children would not), and no gc.pid lock can
 	// outlive a killed prune.
 	for _, args := range [][]string{{"repack", "-a", "-d", "-q"}, {"prune", "--expire=now"}} {
-		if _, err := s.git().Run(ctx, args...); err != nil {
+		if _, err := g.Run(ctx, args...); err != nil {
+			return evicted, before, 0, err
+		}
+	}
+	// A commit-graph (the procedure's git gc writes one) would still name the
+	// commits just deleted, which git fsck reports as errors: it is a cache,
+	// and git gc writes it again.
+	info := filepath.Join(s.gitDir(), "objects", "info")
+	for _, p := range []string{filepath.Join(info, "commit-graph"), filepath.Join(info, "commit-graphs")} {
+		if err := os.RemoveAll(p); err != nil {
 			return evicted, before, 0, err
 		}
 	}
 	return evicted, before, diskUsage(s.gitDir()), nil
 }
+
+// pinPrefix holds a ref for each commit that only a row of
+// checkpoint-manifest.md names (the procedure's, on no branch), so that a
+// prune keeps every checkpoint rewind lists.
+const pinPrefix = "refs/rewind/pinned/"
+
+// pinOrphans makes pinPrefix hold exactly the orphans among cps.
+func (s *Store) pinOrphans(ctx context.Context, cps []*Checkpoint) error {
+	want := map[string]bool{}
+	for _, c := range cps {
+		if c.orphan {
+			want[c.ID] = true
+		}
+	}
+	out, err := s.git().Run(ctx, "for-each-ref", "--format=%(refname)", pinPrefix)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, ref := range strings.Fields(string(out)) {
+		if id := strings.TrimPrefix(ref, pinPrefix); want[id] {
+			delete(want, id)
+		} else {
+			fmt.Fprintf(&b, "delete %s\n", ref)
+		}
+	}
+	for id := range want {
+		fmt.Fprintf(&b, "update %s%s %s\n", pinPrefix, id, id)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	_, err = s.git().RunInput(ctx, strings.NewReader(b.String()), "update-ref", "--stdin")
+	return err
+}
+
+// indexTreeRef names the tree of rewind's index as the last prune found it,
+// so that no prune (rewind's or the procedure's git gc) deletes the objects
+// the index names.
+const indexTreeRef = "refs/rewind/index-tree"
 
 // Size is the store's size on disk in bytes (see diskUsage).
 func (s *Store) Size() int64 { return diskUsage(s.Dir) }

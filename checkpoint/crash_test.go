@@ -602,7 +602,7 @@ func blobsOnly(l map[string]entry) map[string]entry {
 
 func (c *crasher) git(args ...string) string {
 	c.t.Helper()
-	cmd := exec.Command("git", append([]string{"--git-dir", filepath.Join(c.store, "git")}, args...)...)
+	cmd := exec.Command("git", append([]string{"--git-dir", c.store}, args...)...)
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull, "HOME="+c.home, "LC_ALL=C")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -633,7 +633,7 @@ func (c *crasher) lsTree(id string) map[string]entry {
 func (c *crasher) fsck() {
 	defer c.timed("fsck")()
 	c.t.Helper()
-	cmd := exec.Command("git", "--git-dir", filepath.Join(c.store, "git"), "fsck", "--no-dangling", "--no-progress")
+	cmd := exec.Command("git", "--git-dir", c.store, "fsck", "--no-dangling", "--no-progress")
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull, "HOME="+c.home, "LC_ALL=C")
 	out, err := cmd.CombinedOutput()
 	if err == nil {

@@ -30,7 +30,11 @@ func (s *Store) Diff(ctx context.Context, ref, ref2, format string) (from *Check
 		if err != nil {
 			return nil, nil, nil, "", err
 		}
-		cap, err := s.capture(ctx, DefaultMaxFileSize)
+		var cap *capture
+		err = s.checkIndex(ctx)
+		if err == nil {
+			cap, err = s.capture(ctx, DefaultMaxFileSize)
+		}
 		unlock()
 		if err != nil {
 			return nil, nil, nil, "", err
@@ -81,10 +85,12 @@ func (s *Store) Show(ctx context.Context, ref string) (*Checkpoint, *Checkpoint,
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// The one before it in the list (checkpoints crucible's procedure made
+	// share a Seq with the rewind checkpoint before them).
 	var prev *Checkpoint
-	for _, p := range cps {
-		if p.Seq < c.Seq {
-			prev = p
+	for i, p := range cps {
+		if p == c && i > 0 {
+			prev = cps[i-1]
 		}
 	}
 	prevTree := ""

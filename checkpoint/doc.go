@@ -1,17 +1,65 @@
 // Package checkpoint keeps exact snapshots of a work tree in a shadow git
 // repository (the store); the project's own .git is never touched.
 //
-// The store, <store>/ (mode 0700), holds:
+// The store directory (mode 0700) is itself the git directory, as crucible's
+// checkpoint procedure makes it (GIT_DIR=<store> git init), so that the
+// procedure and rewind can share one store in either order. It holds git's
+// own files, the procedure's, and rewind's, whose names all start with
+// "rewind-" (a name neither git nor the procedure uses):
 //
-//	git/                   the bare shadow repository; one parentless commit and one
-//	                       ref refs/rewind/checkpoints/<seq> per checkpoint
-//	index                  the persistent index: stat data kept between checkpoints,
-//	                       so a checkpoint after a small change costs one stat walk
-//	home/                  an empty directory used as git's HOME and hooks path
-//	worktree               the absolute path of the one work tree the store serves
-//	lock                   flocked by every mutating operation; records the holder
-//	checkpoint-manifest.md crucible's rows, a cache rebuilt from the refs
-//	restore-in-progress    present while a restore writes the work tree
+//	HEAD config objects/ refs/ ...  git's; one parentless commit and one ref
+//	                        refs/rewind/checkpoints/<seq> per rewind checkpoint
+//	info/exclude            the default excludes and .rewindignore
+//	info/attributes         "* -text -filter ...": snapshots are byte-exact
+//	index                   the procedure's index (git add -A); never rewind's
+//	checkpoint-manifest.md  crucible's rows, shared with the procedure
+//	rewind-index            rewind's persistent index: stat data kept between
+//	                        checkpoints, so a checkpoint after a small change
+//	                        costs one stat walk; a cache, rebuilt when damaged
+//	rewind-home/            an empty directory used as git's HOME and hooks path
+//	rewind-worktree         the absolute path of the one work tree the store serves
+//	rewind-lock             flocked by every mutating operation; records the holder
+//	rewind-restore-in-progress  present while a restore writes the work tree:
+//	                        its target, safety checkpoint and --file paths
+//	rewind-*                scratch indexes and pattern files of one command
+//
+// Two more kinds of ref keep objects: refs/rewind/pinned/<id> (a procedure
+// checkpoint only a manifest row names) and refs/rewind/index-tree (the tree
+// of rewind's index at the last prune, whose objects no checkpoint may hold).
+//
+// Sharing with the procedure. A repository without rewind-worktree was made by
+// the procedure: it is adopted when its config's core.worktree (which the
+// procedure's git init records) names the work tree, or, without one, when it
+// is the work tree's default store; any other is refused as foreign. rewind
+// lists the procedure's checkpoints (commits on the store's HEAD with messages
+// "<reason> | <timestamp> | <source>", timestamps read as RFC 3339 or, like
+// "2026-03-24 12:45:30", in local time), and rows of checkpoint-manifest.md
+// the procedure wrote that no commit message gives (HEAD's commit recorded
+// under a new reason, a commit on no branch). It restores them like its own,
+// never evicts them, and its prune keeps them; rows naming rewind's own
+// commits are only a cache of its refs. The procedure's health check, list,
+// git checkout <hash> -- . restore and git gc --prune=now work on a rewind
+// store: its gc keeps every ref, and a prune of rewind's drops the
+// commit-graph the gc wrote. Objects only an index names: rewind's prune keeps
+// the procedure's index's (repack and prune read it) and its own (through
+// refs/rewind/index-tree); the procedure's gc keeps only its own index's, and
+// a rewind index that lost objects so is rebuilt, with a warning.
+//
+// The earlier layout (the bare repository in <store>/git/, the index in
+// <store>/index, the record in <store>/worktree, the lock in <store>/lock) is
+// moved to this one by the first command that opens it, under both layouts'
+// locks: rewind's files are renamed first, then git's entries move up, HEAD
+// last, so an interrupted move is never taken for a finished one, and the next
+// command completes it. The index and every checkpoint come along as they are.
+//
+// Health. Only proven corruption moves a repository aside (to
+// <store>.corrupt-<time>/, never deleted): git ran, failed to open it, and its
+// files show why (a HEAD that is neither a ref nor an id, which is repaired
+// first; objects/ or refs/ missing; a config git cannot parse). Any other
+// failure (git missing or killed, a transient error) is an error that leaves
+// the store as it is. Every file rewind writes in the store is written whole or
+// not at all (temporary file, every error checked, fsync, rename, fsync of the
+// directory): on a full disk the old file stays.
 //
 // A checkpoint's commit message is "<reason> | <timestamp> | <source>" followed by
 // trailers (Rewind-Branch, Rewind-Head, Rewind-Skipped); its author and committer
@@ -21,7 +69,7 @@
 //
 // What a checkpoint holds: every file git would list as tracked or untracked and
 // not ignored (the project's .gitignore files, the default excludes and
-// .rewindignore, written to git/info/exclude), plus every file the project's own
+// .rewindignore, written to info/exclude), plus every file the project's own
 // git tracks even when a default exclude matches it. Nested repositories are
 // listed through their own work trees and their files added one by one, so they
 // are stored as plain files, never gitlinks, and nothing on disk is renamed;

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 )
 
 // RestoreOptions steer a restore.
@@ -28,69 +27,6 @@ type Restored struct {
 	Remove  []string    // paths removed
 	HeadNow string      // the project's HEAD now, when it differs from the checkpoint's
 	Kept    []Skipped   // paths left as they are: writing them would destroy what no checkpoint holds
-}
-
-// ErrInterrupted means a restore was interrupted; the *InterruptedError says
-// how to finish or undo it.
-var ErrInterrupted = errors.New("a restore was interrupted")
-
-// InterruptedError is the marker an interrupted restore left.
-type InterruptedError struct {
-	Target, Safety string // short ids
-	Reason         string
-}
-
-func (e *InterruptedError) Error() string {
-	return fmt.Sprintf("a restore to checkpoint %s (%s) was interrupted; the work tree may be half restored", e.Target, e.Reason)
-}
-
-func (e *InterruptedError) Unwrap() error { return ErrInterrupted }
-
-// Hints says how to finish or undo the interrupted restore.
-func (e *InterruptedError) Hints() []string {
-	return []string{
-		fmt.Sprintf("finish it: rewind checkpoint restore %s --yes", e.Target),
-		fmt.Sprintf("or undo it: rewind checkpoint restore %s --yes (the safety checkpoint taken before it)", e.Safety),
-	}
-}
-
-type restoreMarker struct{ target, safety, reason string }
-
-func (m *restoreMarker) err() error {
-	return &InterruptedError{Target: m.target, Safety: m.safety, Reason: m.reason}
-}
-
-// interruptedRestore reads the marker an unfinished restore left, or nil.
-func (s *Store) interruptedRestore() (*restoreMarker, error) {
-	data, err := os.ReadFile(s.restoreMarker())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	m := &restoreMarker{}
-	for _, line := range strings.Split(string(data), "\n") {
-		k, v, _ := strings.Cut(line, " ")
-		switch k {
-		case "target":
-			m.target = v
-		case "safety":
-			m.safety = v
-		case "reason":
-			m.reason = v
-		}
-	}
-	return m, nil
-}
-
-// Interrupted returns the *InterruptedError of an unfinished restore, or nil.
-func (s *Store) Interrupted() error {
-	m, err := s.interruptedRestore()
-	if err != nil || m == nil {
-		return err
-	}
-	return m.err()
 }
 
 // Restore brings the work tree back to the checkpoint ref names, exactly: after
@@ -175,8 +111,7 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 		return nil, err
 	}
 
-	marker := fmt.Sprintf("target %s\nsafety %s\nreason %s\nstarted %s\n", target.Short(), res.Safety.Short(), target.Reason, time.Now().UTC().Format(time.RFC3339))
-	if err := writeAtomic(s.restoreMarker(), []byte(marker), 0o600); err != nil {
+	if err := s.markRestore(target, res.Safety, files); err != nil {
 		return nil, err
 	}
 	if err := s.apply(ctx, entries, plan, target, cur, files); err != nil {

@@ -109,7 +109,7 @@ func (s *Store) listRepo(ctx context.Context, h *held, root string) ([]listed, e
 		// store's git with an empty scratch index (nothing of the store's
 		// past can leak in).
 		g := s.git()
-		g.IndexFile = filepath.Join(s.Dir, "rewind-list-index")
+		g.IndexFile = s.scratchFile("list-index")
 		os.Remove(g.IndexFile)
 		out, err = g.Run(ctx, append(args, "--exclude-per-directory=.gitignore")...)
 	} else {
@@ -215,7 +215,7 @@ func (s *Store) ignoredNow(ctx context.Context, h *held, paths []string, isDir b
 		var err error
 		if root == "" && !h.inRepo {
 			g := s.git()
-			g.IndexFile = filepath.Join(s.Dir, "rewind-list-index")
+			g.IndexFile = s.scratchFile("list-index")
 			os.Remove(g.IndexFile)
 			out, err = g.RunInput(ctx, &in, "check-ignore", "--no-index", "-z", "--stdin")
 		} else {

@@ -7,10 +7,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"rewind/gitexec"
@@ -28,7 +33,8 @@ type Store struct {
 	// Warn receives warnings (a moved-aside corrupt store, skipped files).
 	Warn func(string)
 
-	dirOK sync.Map // capture's cache: directory -> no symlink or file above or at it
+	dirOK   sync.Map    // capture's cache: directory -> no symlink or file above or at it
+	indexOK atomic.Bool // checkIndex found the index usable
 }
 
 // ErrForeignStore means the store belongs to another work tree.
@@ -57,8 +63,11 @@ func DefaultDir(home, workTree string) string {
 }
 
 // Open returns the store of workTree in dir ("" for the default location). It
-// refuses / and the home directory as work trees, and a store that records
-// another work tree. The store is created on first use by a mutating operation.
+// refuses / and the home directory as work trees, a store that records another
+// work tree (a store crucible's procedure made is adopted, see checkOwner),
+// and a directory holding other files. A store in rewind's earlier layout is
+// moved to the current one (see upgrade). The store is created on first use
+// by a mutating operation.
 func Open(workTree, dir string) (*Store, error) {
 	home, _ := os.UserHomeDir()
 	realHome := home
@@ -78,16 +87,39 @@ func Open(workTree, dir string) (*Store, error) {
 	if err := s.checkOwner(); err != nil {
 		return nil, err
 	}
+	if err := s.upgrade(); err != nil {
+		return nil, err
+	}
+	if !s.Exists() {
+		if err := s.checkEmpty(); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
-func (s *Store) gitDir() string        { return filepath.Join(s.Dir, "git") }
-func (s *Store) indexFile() string     { return filepath.Join(s.Dir, "index") }
-func (s *Store) home() string          { return filepath.Join(s.Dir, "home") }
-func (s *Store) ownerFile() string     { return filepath.Join(s.Dir, "worktree") }
+// The store directory is itself the git directory, as crucible's checkpoint
+// procedure makes it (GIT_DIR=<store> git init): git's own files (HEAD, config,
+// objects/, refs/, info/, the procedure's index) and checkpoint-manifest.md sit
+// beside rewind's, whose names all start with "rewind-", a name neither git nor
+// the procedure uses.
+func (s *Store) gitDir() string        { return s.Dir }
+func (s *Store) indexFile() string     { return filepath.Join(s.Dir, "rewind-index") }
+func (s *Store) home() string          { return filepath.Join(s.Dir, "rewind-home") }
+func (s *Store) ownerFile() string     { return filepath.Join(s.Dir, "rewind-worktree") }
+func (s *Store) lockFile() string      { return filepath.Join(s.Dir, "rewind-lock") }
 func (s *Store) manifestFile() string  { return filepath.Join(s.Dir, "checkpoint-manifest.md") }
-func (s *Store) restoreMarker() string { return filepath.Join(s.Dir, "restore-in-progress") }
-func (s *Store) restoreIndex() string  { return filepath.Join(s.Dir, "restore-index") }
+func (s *Store) restoreMarker() string { return filepath.Join(s.Dir, "rewind-restore-in-progress") }
+func (s *Store) restoreIndex() string  { return filepath.Join(s.Dir, "rewind-restore-index") }
+
+// scratchFile is the path of one of rewind's own scratch files (a scratch
+// index, a pattern file), named so that git and the procedure never use it.
+func (s *Store) scratchFile(name string) string { return filepath.Join(s.Dir, "rewind-"+name) }
+
+// procedureIndex is git's default index of the store, which crucible's
+// procedure stages into (git add -A): never rewind's index, but its objects are
+// kept by a prune like a checkpoint's.
+func (s *Store) procedureIndex() string { return filepath.Join(s.Dir, "index") }
 
 // git is the shadow runner over the store's own index.
 func (s *Store) git() gitexec.Shadow {
@@ -115,19 +147,22 @@ func (s *Store) warn(format string, a ...any) {
 
 // checkOwner refuses a store that records another work tree: one REWIND_STORE
 // shared by two projects must never let one project's restore delete the
-// other's files.
+// other's files. A repository without rewind's record was made by crucible's
+// procedure (rewind writes its record before it creates the repository): it is
+// adopted when git's own config names this work tree (the procedure's git init
+// records core.worktree), or when it is this work tree's default store (the
+// directory's name is the work tree's hash), and refused otherwise.
 func (s *Store) checkOwner() error {
-	data, err := os.ReadFile(s.ownerFile())
+	data, err := s.readOwner()
 	if errors.Is(err, os.ErrNotExist) {
-		if _, err := os.Stat(s.gitDir()); err != nil {
+		if !s.Exists() && !isDir(filepath.Join(s.Dir, "git")) {
 			return nil // no store yet
 		}
 		// The record is written before the repository: a concurrent first use
 		// may have made both since the first look, so look again.
-		data, err = os.ReadFile(s.ownerFile())
+		data, err = s.readOwner()
 		if errors.Is(err, os.ErrNotExist) {
-			// A repository without the record: whose files it holds is unknown.
-			return &ForeignStoreError{Store: s.Dir, Recorded: "(no record)", WorkTree: s.WorkTree}
+			return s.checkAdopt()
 		}
 	}
 	if err != nil {
@@ -139,8 +174,149 @@ func (s *Store) checkOwner() error {
 	return nil
 }
 
-// ensure creates the store or checks its health, under the lock. A store whose
-// repository git cannot read is moved aside, never deleted, and re-created.
+// readOwner reads the work tree record, under its name in either layout.
+func (s *Store) readOwner() ([]byte, error) {
+	data, err := os.ReadFile(s.ownerFile())
+	if errors.Is(err, os.ErrNotExist) {
+		if old, lerr := os.ReadFile(filepath.Join(s.Dir, "worktree")); lerr == nil || !errors.Is(lerr, os.ErrNotExist) {
+			return old, lerr
+		}
+	}
+	return data, err
+}
+
+// checkAdopt decides whether a repository without rewind's record may serve
+// this work tree (see checkOwner).
+func (s *Store) checkAdopt() error {
+	if wt := s.configWorkTree(); wt != "" {
+		if samePath(wt, s.WorkTree) {
+			return nil
+		}
+		return &ForeignStoreError{Store: s.Dir, Recorded: wt, WorkTree: s.WorkTree}
+	}
+	if home, err := os.UserHomeDir(); err == nil && samePath(s.Dir, DefaultDir(home, s.WorkTree)) {
+		return nil
+	}
+	return &ForeignStoreError{Store: s.Dir, Recorded: "(no record)", WorkTree: s.WorkTree}
+}
+
+// configWorkTree is core.worktree of the store's git config, made absolute
+// (git reads a relative one from the git directory), or "".
+func (s *Store) configWorkTree() string {
+	if !s.Exists() {
+		return ""
+	}
+	out, err := s.git().Run(context.Background(), "config", "--file", filepath.Join(s.gitDir(), "config"), "--get", "core.worktree")
+	wt := strings.TrimSpace(string(out))
+	if err != nil || wt == "" {
+		return ""
+	}
+	if !filepath.IsAbs(wt) {
+		wt = filepath.Join(s.gitDir(), wt)
+	}
+	return wt
+}
+
+func samePath(a, b string) bool {
+	clean := func(p string) string {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		return filepath.Clean(p)
+	}
+	return clean(a) == clean(b)
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// upgrade moves a store in rewind's earlier layout (the bare repository in
+// <store>/git/, its index in <store>/index, the record in <store>/worktree, the
+// lock in <store>/lock) to the current one, under both layouts' locks, so that
+// crucible's procedure can share it. Every step is a rename that is complete
+// or not done, and the whole is idempotent: a migration a crash interrupted is
+// finished by the next command. git's HEAD moves last, so a half-moved
+// repository is never taken for a current one.
+func (s *Store) upgrade() error {
+	legacy := filepath.Join(s.Dir, "git")
+	if !isDir(legacy) {
+		return nil
+	}
+	ctx := context.Background()
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if !isDir(legacy) {
+		return nil // another rewind did it meanwhile
+	}
+	// An older rewind holds the old lock while it works.
+	old := &Store{Dir: s.Dir, Wait: s.Wait}
+	unlockOld, err := old.lockAt(ctx, filepath.Join(s.Dir, "lock"), false)
+	if err != nil {
+		return err
+	}
+	defer unlockOld()
+	if _, err := os.Stat(filepath.Join(legacy, "HEAD")); err == nil && s.Exists() {
+		return fmt.Errorf("store %s holds two repositories (rewind's earlier %s and another in the store directory itself); move one of them away", s.Dir, legacy)
+	}
+	move := func(from, to string) error {
+		src, dst := filepath.Join(s.Dir, from), filepath.Join(s.Dir, to)
+		if _, err := os.Lstat(src); errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if _, err := os.Lstat(dst); err == nil {
+			// Already there (a crash between the two renames is impossible, so
+			// this is a cache or scratch file of the earlier layout): the
+			// current one wins.
+			return os.RemoveAll(src)
+		}
+		if err := os.Rename(src, dst); err != nil {
+			return fmt.Errorf("moving the store to its current layout: %w", err)
+		}
+		return nil
+	}
+	// rewind's own files first: once HEAD is in the store directory, the
+	// procedure would take an "index" there for its own.
+	for _, f := range [][2]string{{"worktree", "rewind-worktree"}, {"index", "rewind-index"}, {"home", "rewind-home"}, {"restore-in-progress", "rewind-restore-in-progress"}} {
+		if err := move(f[0], f[1]); err != nil {
+			return err
+		}
+	}
+	scratch, _ := filepath.Glob(filepath.Join(s.Dir, "prewrite-index-*"))
+	for _, f := range append(scratch, filepath.Join(s.Dir, "restore-index"), filepath.Join(s.Dir, "walk-index"), filepath.Join(s.Dir, "default-excludes")) {
+		os.Remove(f)
+	}
+	entries, err := os.ReadDir(legacy)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() == "HEAD" {
+			continue
+		}
+		if err := move(filepath.Join("git", e.Name()), e.Name()); err != nil {
+			return err
+		}
+	}
+	if err := move(filepath.Join("git", "HEAD"), "HEAD"); err != nil {
+		return err
+	}
+	if err := os.Remove(legacy); err != nil {
+		return fmt.Errorf("moving the store to its current layout: %w", err)
+	}
+	syncDir(s.Dir)
+	os.Remove(filepath.Join(s.Dir, "lock"))
+	return nil
+}
+
+// ensure creates the store or checks its health, under the lock. Only proven
+// corruption (git ran and could not open the repository, and the repository's
+// own files show why) moves a repository aside, never deleting it; any other
+// failure of git is an error that leaves the store as it is.
 func (s *Store) ensure(ctx context.Context) error {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return err
@@ -149,33 +325,37 @@ func (s *Store) ensure(ctx context.Context) error {
 		return err
 	}
 	if s.Exists() {
-		if s.healthy(ctx) {
-			return nil
+		corrupt, err := s.corruption(ctx)
+		if err != nil {
+			return err
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
+		if corrupt == "" {
+			return s.adopt(ctx)
 		}
 		// A HEAD emptied by a crash is the common damage, and refs and objects
 		// are intact behind it: repair it before giving up on the repository.
-		if err := os.WriteFile(filepath.Join(s.gitDir(), "HEAD"), []byte("ref: refs/heads/rewind\n"), 0o600); err == nil && s.healthy(ctx) {
-			s.warn("repaired the store's damaged HEAD")
-			return nil
-		}
-		aside := fmt.Sprintf("%s.corrupt-%s", s.Dir, time.Now().UTC().Format("20060102T150405Z"))
-		if err := os.MkdirAll(aside, 0o700); err != nil {
-			return err
-		}
-		for _, name := range []string{"git", "index", "checkpoint-manifest.md"} {
-			if err := os.Rename(filepath.Join(s.Dir, name), filepath.Join(aside, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if corrupt == errBadHEAD {
+			if err := writeAtomic(filepath.Join(s.gitDir(), "HEAD"), []byte("ref: "+s.headBranch()+"\n"), 0o600); err != nil {
 				return err
 			}
+			again, err := s.corruption(ctx)
+			if err != nil {
+				return err
+			}
+			if again == "" {
+				s.warn("repaired the store's damaged HEAD")
+				return s.adopt(ctx)
+			}
+			corrupt = again
 		}
-		s.warn("the store's repository was corrupt; moved it to %s and started a new one", aside)
-	} else if _, err := os.Stat(s.gitDir()); err == nil {
-		// A directory without HEAD: an init that never finished.
-		if err := os.RemoveAll(s.gitDir()); err != nil {
+		aside, err := s.moveAside()
+		if err != nil {
 			return err
 		}
+		s.warn("the store's repository was corrupt (%s); moved it to %s and started a new one", corrupt, aside)
+	}
+	if err := s.checkEmpty(); err != nil {
+		return err
 	}
 	// The record first: a repository without one is refused by Open, and a
 	// concurrent Open must never see the repository before it.
@@ -185,9 +365,189 @@ func (s *Store) ensure(ctx context.Context) error {
 	return s.git().Init(ctx)
 }
 
-func (s *Store) healthy(ctx context.Context) bool {
-	_, err := s.git().Run(ctx, "for-each-ref", "--count=1", "refs/rewind/")
-	return err == nil
+// storeNames are the entries a directory may hold before rewind makes a
+// repository in it: besides rewind's own and any lock file, what a git init
+// (rewind's or the procedure's) running at the same time or killed leaves.
+var storeNames = map[string]bool{
+	"checkpoint-manifest.md": true, ".gitignore": true, "HEAD": true, "config": true, "description": true,
+	"objects": true, "refs": true, "info": true, "hooks": true, "branches": true, "logs": true, "packed-refs": true,
+	"index": true, "COMMIT_EDITMSG": true,
+}
+
+// checkEmpty refuses to make a repository in a directory that holds anything
+// else (--store naming a directory in use): the store directory is the git
+// directory, and its files would mix with the user's.
+func (s *Store) checkEmpty() error {
+	entries, err := os.ReadDir(s.Dir)
+	if err != nil {
+		return err
+	}
+	var other []string
+	for _, e := range entries {
+		if n := e.Name(); !storeNames[n] && !strings.HasPrefix(n, "rewind-") && !strings.HasPrefix(n, ".rewind-tmp-") && !strings.HasSuffix(n, ".lock") {
+			other = append(other, n)
+		}
+	}
+	if len(other) == 0 {
+		return nil
+	}
+	if len(other) > 3 {
+		other = append(other[:3], "...")
+	}
+	return fmt.Errorf("%w: %s holds other files (%s); pass --store a new or empty directory", ErrNotStore, s.Dir, strings.Join(other, ", "))
+}
+
+// ErrNotStore means the store directory holds files that are not a store's.
+var ErrNotStore = errors.New("not a checkpoint store")
+
+// adopt writes the record of a repository crucible's procedure made (Open
+// accepted it for this work tree), and gives a store rewind's attributes,
+// which keep snapshots byte-exact, when it lacks them (the procedure made it,
+// or a full disk stopped an earlier init).
+func (s *Store) adopt(ctx context.Context) error {
+	attrs, _ := os.ReadFile(filepath.Join(s.gitDir(), "info", "attributes"))
+	if string(attrs) != gitexec.ShadowAttributes {
+		if err := s.git().Init(ctx); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat(s.ownerFile()); err == nil || !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return writeAtomic(s.ownerFile(), []byte(s.WorkTree+"\n"), 0o600)
+}
+
+// headBranch is the branch a repaired HEAD names: the one branch the store
+// has (the procedure's commits are on it), else rewind's own unborn one.
+func (s *Store) headBranch() string {
+	branches := map[string]bool{}
+	heads := filepath.Join(s.gitDir(), "refs", "heads")
+	filepath.WalkDir(heads, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && !strings.HasSuffix(p, ".lock") {
+			rel, _ := filepath.Rel(s.gitDir(), p)
+			branches[filepath.ToSlash(rel)] = true
+		}
+		return nil
+	})
+	if packed, err := os.ReadFile(filepath.Join(s.gitDir(), "packed-refs")); err == nil {
+		for _, line := range strings.Split(string(packed), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && strings.HasPrefix(f[1], "refs/heads/") {
+				branches[f[1]] = true
+			}
+		}
+	}
+	if len(branches) == 1 {
+		for b := range branches {
+			return b
+		}
+	}
+	return "refs/heads/rewind"
+}
+
+// moveAside moves everything of a corrupt store but the lock and the record
+// to <store>.corrupt-<time>/.
+func (s *Store) moveAside() (string, error) {
+	aside := fmt.Sprintf("%s.corrupt-%s", s.Dir, time.Now().UTC().Format("20060102T150405Z"))
+	if err := os.MkdirAll(aside, 0o700); err != nil {
+		return "", err
+	}
+	entries, err := os.ReadDir(s.Dir)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		switch e.Name() {
+		case filepath.Base(s.lockFile()), filepath.Base(s.ownerFile()):
+			continue
+		}
+		if err := os.Rename(filepath.Join(s.Dir, e.Name()), filepath.Join(aside, e.Name())); err != nil {
+			return "", err
+		}
+	}
+	return aside, nil
+}
+
+const errBadHEAD = "HEAD is not a ref or a commit id"
+
+// corruption checks the repository: "" when git reads it, else what proves it
+// corrupt. A failure that proves nothing (git missing or killed, a timeout, an
+// error git reports about something else) is returned as an error.
+func (s *Store) corruption(ctx context.Context) (string, error) {
+	_, err := s.git().Run(ctx, "for-each-ref", "--count=1", refPrefix)
+	if err == nil {
+		return "", nil
+	}
+	var ge *gitexec.Error
+	if ctx.Err() != nil || !errors.As(err, &ge) || ge.ExitCode != 128 {
+		return "", fmt.Errorf("checking the store %s: %w (the store was left as it is)", s.Dir, err)
+	}
+	// git ran and gave up on the repository: find the proof in its files.
+	if why := s.structureDamage(ctx); why != "" {
+		return why, nil
+	}
+	return "", fmt.Errorf("checking the store %s: %w (the store was left as it is)", s.Dir, err)
+}
+
+// structureDamage looks at what git needs to open a repository: a HEAD naming
+// a ref or a commit id, the objects and refs directories, and a config git
+// can parse. It returns what is wrong, or "".
+func (s *Store) structureDamage(ctx context.Context) string {
+	head, err := os.ReadFile(filepath.Join(s.gitDir(), "HEAD"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "" // unreadable for another reason: proves nothing
+	}
+	h := strings.TrimSpace(string(head))
+	if !(strings.HasPrefix(h, "ref: refs/") || len(h) >= 40 && isHex(h)) {
+		return errBadHEAD
+	}
+	for _, d := range []string{"objects", "refs"} {
+		if fi, err := os.Stat(filepath.Join(s.gitDir(), d)); errors.Is(err, os.ErrNotExist) || err == nil && !fi.IsDir() {
+			return d + "/ is missing"
+		}
+	}
+	_, err = s.git().Run(ctx, "config", "--file", filepath.Join(s.gitDir(), "config"), "--list")
+	var ge *gitexec.Error
+	if errors.As(err, &ge) && ge.ExitCode == 128 && strings.Contains(ge.Stderr, "bad config") {
+		return "its config cannot be parsed"
+	}
+	return ""
+}
+
+// checkIndex makes sure the store's index, a cache of stat data, can be used:
+// git reads it and every object it names is in the store (crucible's
+// procedure's git gc --prune=now may delete objects only rewind's index
+// names). A damaged one is deleted with a warning; the next capture rebuilds it
+// from the work tree. Capture calls it before its first read of the index.
+func (s *Store) checkIndex(ctx context.Context) error {
+	if s.indexOK.Load() {
+		return nil
+	}
+	if _, err := os.Stat(s.indexFile()); errors.Is(err, os.ErrNotExist) {
+		s.indexOK.Store(true)
+		return nil
+	}
+	_, err := s.git().Run(ctx, "write-tree")
+	var ge *gitexec.Error
+	switch {
+	case err == nil:
+	case ctx.Err() == nil && errors.As(err, &ge) && ge.ExitCode > 0 && indexDamage.MatchString(ge.Stderr):
+		if err := os.Remove(s.indexFile()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		s.warn("the store's index (a cache) was damaged (%s); deleted it: the next checkpoint reads every file again", firstLine(ge.Stderr))
+	default:
+		return err
+	}
+	s.indexOK.Store(true)
+	return nil
+}
+
+// indexDamage matches what git says of an index it cannot use.
+var indexDamage = regexp.MustCompile(`index file|bad signature|bad index|invalid object|error building trees|unable to read|cache entry`)
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return l
 }
 
 // writeIfChanged is writeAtomic for files most calls write unchanged (the
@@ -200,24 +560,156 @@ func writeIfChanged(path string, data []byte, mode os.FileMode) error {
 	return writeAtomic(path, data, mode)
 }
 
-// writeAtomic replaces path with data via a temporary file, fsync and rename.
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+// writeAtomic replaces path with data, whole or not at all: a temporary file in
+// the same directory, every error checked, fsync, rename, fsync of the
+// directory. On any failure (a full disk) the old file is left as it was and
+// the temporary file removed.
+func writeAtomic(path string, data []byte, mode os.FileMode) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".rewind-tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+			err = fmt.Errorf("write %s: %w", path, err)
+		}
+	}()
+	n, err := tmp.Write(data)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err == nil {
-		err = tmp.Chmod(mode)
+	if n != len(data) {
+		return io.ErrShortWrite
 	}
-	if err == nil {
-		err = tmp.Sync()
+	if err = tmp.Chmod(mode); err != nil {
+		return err
 	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
+	if err = tmp.Sync(); err != nil {
+		return err
 	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return err
+	}
+	return nil
+}
+
+// ErrInterrupted means a restore was interrupted; the *InterruptedError says
+// how to finish or undo it.
+var ErrInterrupted = errors.New("a restore was interrupted")
+
+// InterruptedError is the marker an interrupted restore left.
+type InterruptedError struct {
+	Target, Safety string   // short ids
+	Reason         string   //
+	Files          []string // the restore's --file paths; none for a whole restore
+}
+
+func (e *InterruptedError) Error() string {
+	what := "a restore"
+	if len(e.Files) > 0 {
+		what = "a restore of " + strings.Join(e.Files, ", ")
+	}
+	return fmt.Sprintf("%s to checkpoint %s (%s) was interrupted; the work tree may be half restored", what, e.Target, e.Reason)
+}
+
+func (e *InterruptedError) Unwrap() error { return ErrInterrupted }
+
+// Hints says how to finish or undo the interrupted restore: finishing it is
+// the same restore again, with its --file paths.
+func (e *InterruptedError) Hints() []string {
+	var files strings.Builder
+	for _, f := range e.Files {
+		files.WriteString(" --file " + shellQuote(f))
+	}
+	return []string{
+		fmt.Sprintf("finish it: rewind checkpoint restore %s%s --yes", e.Target, files.String()),
+		fmt.Sprintf("or undo it: rewind checkpoint restore %s --yes (the safety checkpoint taken before it)", e.Safety),
+	}
+}
+
+// shellQuote quotes a path for a command line a user can paste.
+func shellQuote(p string) string {
+	if p != "" && strings.IndexFunc(p, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:@%+,", r))
+	}) < 0 {
+		return p
+	}
+	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+}
+
+type restoreMarker struct {
+	target, safety, reason string
+	files                  []string
+}
+
+func (m *restoreMarker) err() error {
+	return &InterruptedError{Target: m.target, Safety: m.safety, Reason: m.reason, Files: m.files}
+}
+
+// markRestore writes the marker of a restore about to write the work tree:
+// its target, its safety checkpoint and its --file paths (quoted, one a line:
+// any name round-trips), so the next command can say how to finish or undo
+// exactly this restore.
+func (s *Store) markRestore(target, safety *Checkpoint, files []string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "target %s\nsafety %s\nreason %s\nstarted %s\n", target.Short(), safety.Short(), target.Reason, time.Now().UTC().Format(time.RFC3339))
+	for _, f := range files {
+		fmt.Fprintf(&b, "file %s\n", strconv.Quote(f))
+	}
+	return writeAtomic(s.restoreMarker(), []byte(b.String()), 0o600)
+}
+
+// interruptedRestore reads the marker an unfinished restore left, or nil.
+func (s *Store) interruptedRestore() (*restoreMarker, error) {
+	data, err := os.ReadFile(s.restoreMarker())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m := &restoreMarker{}
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		switch k {
+		case "target":
+			m.target = v
+		case "safety":
+			m.safety = v
+		case "reason":
+			m.reason = v
+		case "file":
+			if f, err := strconv.Unquote(v); err == nil {
+				m.files = append(m.files, f)
+			}
+		}
+	}
+	return m, nil
+}
+
+// Interrupted returns the *InterruptedError of an unfinished restore, or nil.
+func (s *Store) Interrupted() error {
+	m, err := s.interruptedRestore()
+	if err != nil || m == nil {
+		return err
+	}
+	return m.err()
 }

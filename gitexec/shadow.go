@@ -154,7 +154,48 @@ func (s Shadow) Init(ctx context.Context) error {
 	if err := os.MkdirAll(info, 0o700); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(info, "attributes"), []byte(ShadowAttributes), 0o600)
+	path := filepath.Join(info, "attributes")
+	if old, err := os.ReadFile(path); err == nil && string(old) == ShadowAttributes {
+		return nil
+	}
+	return writeWhole(path, []byte(ShadowAttributes), 0o600)
+}
+
+// writeWhole replaces path with data or leaves it as it was: a temporary
+// file, every error checked, fsync, rename, fsync of the directory. (An
+// attributes file a full disk left empty would make every later snapshot
+// subject to the work tree's filters.)
+func writeWhole(path string, data []byte, mode os.FileMode) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".rewind-tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if err = tmp.Chmod(mode); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	if d, derr := os.Open(filepath.Dir(path)); derr == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
 }
 
 func withoutKey(env []string, key string) []string {

@@ -57,7 +57,7 @@ func commands() []*cli.Command {
 
 func globalFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "work-tree", Aliases: []string{"C"}, EnvVars: []string{"REWIND_WORK_TREE"}, Usage: "the work tree to act on (default: the current directory)", TakesFile: true},
+		&cli.StringFlag{Name: "work-tree", Aliases: []string{"C"}, EnvVars: []string{"REWIND_WORK_TREE"}, Usage: "the work tree to act on (default: the top level of the git repository here, else the current directory)", TakesFile: true},
 		&cli.StringFlag{Name: "store", EnvVars: []string{"REWIND_STORE"}, Usage: "the checkpoint store directory (default: under ~/.claude/projects/)", TakesFile: true},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout"},
 		&cli.StringFlag{Name: "color", EnvVars: []string{"REWIND_COLOR"}, Value: "auto", Usage: "colour output: auto, always or never (NO_COLOR turns auto off)"},

@@ -429,7 +429,7 @@ func checkpointDiff(c *cli.Context) error {
 // restorePreview computes what restoring ref would do, prints it for --dry-run
 // or asks to go ahead, and returns the checkpoint's id, so the restore that
 // follows is the one previewed.
-func restorePreview(c *cli.Context, s *checkpoint.Store, ref string, opt checkpoint.RestoreOptions) (string, error) {
+func restorePreview(c *cli.Context, s *checkpoint.Store, ref string, opt checkpoint.RestoreOptions, note string) (string, error) {
 	o := opts(c)
 	opt.DryRun = true
 	preview, err := s.Restore(c.Context, ref, opt)
@@ -451,9 +451,36 @@ func restorePreview(c *cli.Context, s *checkpoint.Store, ref string, opt checkpo
 		}
 		return target.ID, nil
 	}
-	question := fmt.Sprintf("Restore %s to checkpoint %s (%s, taken %s)? This writes %d and removes %d files; a safety checkpoint is taken first.",
-		s.WorkTree, target.Short(), target.Reason, target.Time.Format(time.RFC3339), len(preview.Write), len(preview.Remove))
+	question := fmt.Sprintf("Restore %s to checkpoint %s (%s, taken %s%s)? This writes %d and removes %d files; a safety checkpoint is taken first.",
+		s.WorkTree, target.Short(), target.Reason, target.Time.Format(time.RFC3339), note, len(preview.Write), len(preview.Remove))
 	return target.ID, o.confirm(question)
+}
+
+// branchMismatch warns when the checkpoint ref names was taken on another
+// branch than the project's current one, and returns what the confirmation
+// question adds (" on branch main, not feature"); "" when the branches agree
+// or either is unknown. A restore brings files from another branch's work
+// into this one: like replay, it goes ahead only when confirmed (--yes, or a
+// yes on a terminal).
+func branchMismatch(c *cli.Context, s *checkpoint.Store, ref string) (string, error) {
+	cps, err := s.List(c.Context)
+	if err != nil {
+		return "", err
+	}
+	target, err := checkpoint.Resolve(cps, ref)
+	if err != nil {
+		return "", err
+	}
+	current, inRepo := s.ProjectBranch(c.Context)
+	if target.Branch == "" || !inRepo || current == target.Branch {
+		return "", nil
+	}
+	now := "branch " + current
+	if current == "" {
+		now = "a detached HEAD"
+	}
+	opts(c).warnf("checkpoint %s (%s) was taken on branch %s, and the project is on %s now", target.Short(), target.Reason, target.Branch, now)
+	return fmt.Sprintf(" on branch %s, not %s", target.Branch, now), nil
 }
 
 // noteHeadMoved says when the project's HEAD is not the one the restored
@@ -482,10 +509,14 @@ func checkpointRestore(c *cli.Context) error {
 		return err
 	}
 	opt := checkpoint.RestoreOptions{Files: c.StringSlice("file"), MaxFileSize: max}
+	note, err := branchMismatch(c, s, ref)
+	if err != nil {
+		return err
+	}
 	if c.Bool("dry-run") || !o.Yes {
 		// The plan, for --dry-run or for the question; --yes skips it (it costs
 		// as much as the safety checkpoint).
-		if ref, err = restorePreview(c, s, ref, opt); err != nil {
+		if ref, err = restorePreview(c, s, ref, opt, note); err != nil {
 			return err
 		}
 		if c.Bool("dry-run") {
@@ -595,7 +626,7 @@ func checkpointStatus(c *cli.Context) error {
 	case !s.Exists():
 		health = "no store yet (the first checkpoint creates it)"
 	case err != nil:
-		health = "unreadable: " + err.Error() + " (the next checkpoint moves it aside and starts a new one)"
+		health = "unreadable: " + err.Error() + " (a checkpoint moves the repository aside only when git cannot open it; otherwise the store stays as it is)"
 	case s.Interrupted() != nil:
 		health = s.Interrupted().Error()
 	}

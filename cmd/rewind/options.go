@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"github.com/fatih/color"
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
+
+	"rewind/gitexec"
 )
 
 // options are the global flags, resolved once in the app's Before and read by
@@ -99,6 +102,27 @@ func isTerminal(v any) bool {
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
+// projectTop is the default work tree for dir: the top level of the git
+// repository dir is in, as git finds it (read-only), else dir itself. From
+// project/src, a checkpoint holds the whole project in the project's store.
+func projectTop(ctx context.Context, dir string) string {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	out, err := gitexec.Project{Dir: dir}.Run(ctx, "rev-parse", "--show-toplevel")
+	if top := strings.TrimSuffix(string(out), "\n"); err == nil && top != "" && filepath.IsAbs(top) {
+		return top
+	}
+	return dir
+}
+
+// The range of --now: what git can record as a commit date and RFC 3339 can
+// write.
+var (
+	minNow = time.Unix(0, 0).UTC()
+	maxNow = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+)
+
 // resolveOptions turns the parsed global flags into options.
 func resolveOptions(c *cli.Context, o *options) error {
 	o.JSON = c.Bool("json")
@@ -118,6 +142,7 @@ func resolveOptions(c *cli.Context, o *options) error {
 		if wt, err = os.Getwd(); err != nil {
 			return fmt.Errorf("current directory: %w", err)
 		}
+		wt = projectTop(c.Context, wt)
 	}
 	abs, err := filepath.Abs(wt)
 	if err != nil {
@@ -140,6 +165,12 @@ func resolveOptions(c *cli.Context, o *options) error {
 		if err != nil {
 			return withHint(usageErrorf("invalid --now/REWIND_NOW %q: not an RFC 3339 time", v),
 				"use a time such as 2026-01-02T15:04:05Z")
+		}
+		// git stores commit dates as seconds since 1970 and refuses earlier
+		// ones; Go's RFC 3339 reads no year past 9999.
+		if t.Before(minNow) {
+			return withHint(usageErrorf("invalid --now/REWIND_NOW %q: before 1970, which git cannot record", v),
+				"use a time from "+minNow.Format(time.RFC3339)+" to "+maxNow.Format(time.RFC3339))
 		}
 		o.now, o.NowSet = t.UTC().Truncate(time.Second), true
 	}
