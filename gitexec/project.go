@@ -2,9 +2,9 @@ package gitexec
 
 import (
 	"context"
-	"io"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 )
 
