@@ -32,6 +32,27 @@ type Skipped struct {
 	Why  string // "over the size limit (N bytes)", "unreadable"
 }
 
+// skippedBy reports whether a path is one a capture skipped, or lies in a
+// directory it skipped (named with a trailing "/").
+func skippedBy(skipped []Skipped) func(string) bool {
+	paths := map[string]bool{}
+	var dirs []string
+	for _, sk := range skipped {
+		if d, ok := strings.CutSuffix(sk.Path, "/"); ok {
+			dirs = append(dirs, d)
+		}
+		paths[sk.Path] = true
+	}
+	return func(p string) bool {
+		for _, d := range dirs {
+			if within(p, d) {
+				return true
+			}
+		}
+		return paths[p]
+	}
+}
+
 // capture is the state of the work tree as a checkpoint holds it.
 type capture struct {
 	tree    string
@@ -100,6 +121,7 @@ func (s *Store) capture(ctx context.Context, maxSize int64) (*capture, error) {
 	}
 	s.dirOK.Clear()
 	keep, skipped := s.classify(h.paths, maxSize)
+	skipped = append(skipped, h.unreadable...)
 	c := &capture{skipped: skipped, files: len(keep), held: h}
 	want := make(map[string]bool, len(keep))
 	c.inTree = want

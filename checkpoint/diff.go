@@ -45,19 +45,14 @@ func (s *Store) Diff(ctx context.Context, ref, ref2, format string) (from *Check
 	if err != nil {
 		return nil, nil, nil, "", err
 	}
-	// A file one side skipped (over its size limit, unreadable) was there, its
+	// A file one side skipped (over its size limit, unreadable, in a directory
+	// it could not read) was there, its
 	// content unknown: the other side holding it makes it neither added nor
 	// deleted.
-	unknownTo := map[string]string{}
-	for _, sk := range from.Skipped {
-		unknownTo[sk.Path] = "A"
-	}
-	for _, sk := range toSkipped {
-		unknownTo[sk.Path] = "D"
-	}
+	skippedFrom, skippedTo := skippedBy(from.Skipped), skippedBy(toSkipped)
 	var unknown []string
 	for _, c := range all {
-		if unknownTo[c.Path] == c.Status {
+		if (c.Status == "A" && skippedFrom(c.Path)) || (c.Status == "D" && skippedTo(c.Path)) {
 			unknown = append(unknown, ":(exclude,literal)"+c.Path)
 			continue
 		}

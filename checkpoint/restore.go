@@ -139,18 +139,15 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, entr
 	if err != nil {
 		return nil, err
 	}
-	// A file the checkpoint skipped (over the size limit, unreadable) was there
-	// when it was taken: the checkpoint knows nothing of its content and never
-	// deletes it.
-	skipped := map[string]bool{}
-	for _, sk := range target.Skipped {
-		skipped[sk.Path] = true
-	}
+	// A file the checkpoint skipped (over the size limit, unreadable, in a
+	// directory it could not read) was there when it was taken: the
+	// checkpoint knows nothing of its content and never deletes it.
+	wasSkipped := skippedBy(target.Skipped)
 	p := &restorePlan{}
 	var added, removals []string
 	for _, c := range changes {
 		switch {
-		case c.Status == "D" && skipped[c.Path]:
+		case c.Status == "D" && wasSkipped(c.Path):
 		case c.Status == "D":
 			removals = append(removals, c.Path)
 		case c.Status == "A":

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -44,7 +45,12 @@ type held struct {
 	ignore  ignorePatterns  // the work tree's .rewindignore
 	store   string          // the store's path relative to the work tree, when inside it
 	notes   []string        // what the user should know (a .rewindignore not read, the store inside)
+
+	unreadable []Skipped // directories git could not list
 }
+
+// unreadableDir is git's warning for a directory ls-files could not open.
+var unreadableDir = regexp.MustCompile(`^warning: could not open directory '(.*)': (.*)$`)
 
 // hold lists what a checkpoint of the work tree holds now.
 func (s *Store) hold(ctx context.Context) (*held, error) {
@@ -103,6 +109,7 @@ func (s *Store) listRepo(ctx context.Context, h *held, root string) ([]listed, e
 		args = append(args, "--exclude=/"+escapeGlob(strings.TrimPrefix(strings.TrimPrefix(h.store, root), "/"))+"/")
 	}
 	var out []byte
+	var warnings string
 	var err error
 	if root == "" && !h.inRepo {
 		// No repository: the work tree's .gitignore files, read through the
@@ -111,9 +118,9 @@ func (s *Store) listRepo(ctx context.Context, h *held, root string) ([]listed, e
 		g := s.git()
 		g.IndexFile = s.scratchFile("list-index")
 		os.Remove(g.IndexFile)
-		out, err = g.Run(ctx, append(args, "--exclude-per-directory=.gitignore")...)
+		out, warnings, err = g.RunWarn(ctx, append(args, "--exclude-per-directory=.gitignore")...)
 	} else {
-		out, err = gitexec.Project{Dir: filepath.Join(s.WorkTree, root)}.Run(ctx, append(args, "--exclude-standard")...)
+		out, warnings, err = gitexec.Project{Dir: filepath.Join(s.WorkTree, root)}.RunWarn(ctx, append(args, "--exclude-standard")...)
 	}
 	if err != nil {
 		return nil, err
@@ -121,6 +128,13 @@ func (s *Store) listRepo(ctx context.Context, h *held, root string) ([]listed, e
 	prefix := ""
 	if root != "" {
 		prefix = root + "/"
+	}
+	// A directory git could not read: whatever it holds is left out, and
+	// said so.
+	for _, line := range strings.Split(warnings, "\n") {
+		if m := unreadableDir.FindStringSubmatch(line); m != nil {
+			h.unreadable = append(h.unreadable, Skipped{Path: prefix + m[1], Why: "its directory cannot be read: " + strings.ToLower(m[2])})
+		}
 	}
 	var entries []listed
 	for _, rec := range splitNul(out) {

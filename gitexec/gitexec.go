@@ -87,11 +87,12 @@ func firstLines(s string, n int) string {
 	return strings.Join(lines, "; ")
 }
 
-// run is the single choke point through which every git process starts.
-func run(ctx context.Context, dir string, env []string, stdin io.Reader, stdout io.Writer, args []string) error {
+// run is the single choke point through which every git process starts. It
+// returns what git wrote on stderr, which holds warnings even on success.
+func run(ctx context.Context, dir string, env []string, stdin io.Reader, stdout io.Writer, args []string) (string, error) {
 	git, err := gitPath()
 	if err != nil {
-		return err
+		return "", err
 	}
 	if Trace != nil {
 		traceMu.Lock()
@@ -122,9 +123,9 @@ func run(ctx context.Context, dir string, env []string, stdin io.Reader, stdout 
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			err = ctxErr
 		}
-		return &Error{Args: args, Dir: dir, ExitCode: code, Stderr: stderr.String(), Err: err}
+		return stderr.String(), &Error{Args: args, Dir: dir, ExitCode: code, Stderr: stderr.String(), Err: err}
 	}
-	return nil
+	return stderr.String(), nil
 }
 
 // subcommand is the git subcommand in args, after the global options.
@@ -142,9 +143,15 @@ func subcommand(args []string) string {
 
 // output runs git and returns its stdout.
 func output(ctx context.Context, dir string, env []string, stdin io.Reader, args []string) ([]byte, error) {
+	out, _, err := outputWarn(ctx, dir, env, stdin, args)
+	return out, err
+}
+
+// outputWarn runs git and returns its stdout and its stderr.
+func outputWarn(ctx context.Context, dir string, env []string, stdin io.Reader, args []string) ([]byte, string, error) {
 	var out bytes.Buffer
-	err := run(ctx, dir, env, stdin, &out, args)
-	return out.Bytes(), err
+	stderr, err := run(ctx, dir, env, stdin, &out, args)
+	return out.Bytes(), stderr, err
 }
 
 // scrubbedEnv is the caller's environment minus every GIT_* variable (an inherited

@@ -35,12 +35,23 @@ func (p Project) Run(ctx context.Context, args ...string) ([]byte, error) {
 
 // RunInput is Run with stdin (check-ignore --stdin reads its paths there).
 func (p Project) RunInput(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
+	out, _, err := p.run(ctx, stdin, args)
+	return out, err
+}
+
+// RunWarn is Run that also returns git's stderr (warnings of a command that
+// succeeded, such as a directory ls-files could not open).
+func (p Project) RunWarn(ctx context.Context, args ...string) ([]byte, string, error) {
+	return p.run(ctx, nil, args)
+}
+
+func (p Project) run(ctx context.Context, stdin io.Reader, args []string) ([]byte, string, error) {
 	if err := checkReadOnly(args); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	env := scrubbedEnv("GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
 	full := append([]string{"-c", "core.fsmonitor=false", "--no-pager"}, args...)
-	return output(ctx, p.Dir, env, stdin, full)
+	return outputWarn(ctx, p.Dir, env, stdin, full)
 }
 
 func checkReadOnly(args []string) error {

@@ -119,6 +119,12 @@ func (s Shadow) Run(ctx context.Context, args ...string) ([]byte, error) {
 	return output(ctx, s.WorkTree, s.env(), nil, append(s.overrides(), args...))
 }
 
+// RunWarn is Run that also returns git's stderr (warnings of a command that
+// succeeded, such as a directory ls-files could not open).
+func (s Shadow) RunWarn(ctx context.Context, args ...string) ([]byte, string, error) {
+	return outputWarn(ctx, s.WorkTree, s.env(), nil, append(s.overrides(), args...))
+}
+
 // RunInput is Run with stdin.
 func (s Shadow) RunInput(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
 	return output(ctx, s.WorkTree, s.env(), stdin, append(s.overrides(), args...))
@@ -127,7 +133,8 @@ func (s Shadow) RunInput(ctx context.Context, stdin io.Reader, args ...string) (
 // Stream runs git and copies its stdout to w as it is produced, for outputs too
 // large to hold (ls-files of a million paths).
 func (s Shadow) Stream(ctx context.Context, stdin io.Reader, w io.Writer, args ...string) error {
-	return run(ctx, s.WorkTree, s.env(), stdin, w, append(s.overrides(), args...))
+	_, err := run(ctx, s.WorkTree, s.env(), stdin, w, append(s.overrides(), args...))
+	return err
 }
 
 // Init creates the shadow repository if it does not exist yet: no template (an
@@ -146,7 +153,7 @@ func (s Shadow) Init(ctx context.Context) error {
 		env = withoutKey(env, "GIT_WORK_TREE")
 		env = withoutKey(env, "GIT_INDEX_FILE")
 		args := append(s.overrides(), "init", "--quiet", "--bare", "--template=", "--", s.GitDir)
-		if err := run(ctx, s.GitDir, env, nil, io.Discard, args); err != nil {
+		if _, err := run(ctx, s.GitDir, env, nil, io.Discard, args); err != nil {
 			return err
 		}
 	}
