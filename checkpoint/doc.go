@@ -9,7 +9,7 @@
 //
 //	HEAD config objects/ refs/ ...  git's; one parentless commit and one ref
 //	                        refs/rewind/checkpoints/<seq> per rewind checkpoint
-//	info/exclude            the default excludes and .rewindignore
+//	info/exclude            the default excludes, for the procedure's git add -A
 //	info/attributes         "* -text -filter ...": snapshots are byte-exact
 //	index                   the procedure's index (git add -A); never rewind's
 //	checkpoint-manifest.md  crucible's rows, shared with the procedure
@@ -62,24 +62,35 @@
 // directory): on a full disk the old file stays.
 //
 // A checkpoint's commit message is "<reason> | <timestamp> | <source>" followed by
-// trailers (Rewind-Branch, Rewind-Head, Rewind-Skipped); its author and committer
-// dates equal its timestamp, so a fixed --now gives reproducible ids. The <seq> in
-// the ref name is a monotonic sequence that orders checkpoints taken within one
-// second.
+// trailers: Rewind-Branch and Rewind-Head (the project's then), Rewind-Skipped
+// (what it left out, and why), and what a git tree cannot hold (meta.go):
+// Rewind-Perms and Rewind-Perm (permission bits beyond the executable one),
+// Rewind-Dir (directories holding no file of it) and Rewind-Repo (nested
+// repositories). Its author and committer dates equal its timestamp, so a fixed
+// --now gives reproducible ids. The <seq> in the ref name is a monotonic
+// sequence that orders checkpoints taken within one second.
 //
-// What a checkpoint holds: every file git would list as tracked or untracked and
-// not ignored (the project's .gitignore files, the default excludes and
-// .rewindignore, written to info/exclude), plus every file the project's own
-// git tracks even when a default exclude matches it. Nested repositories are
-// listed through their own work trees and their files added one by one, so they
-// are stored as plain files, never gitlinks, and nothing on disk is renamed;
-// .git directories are never captured. Files over the size limit and unreadable
-// files are skipped and named.
+// What a checkpoint holds, and what a restore touches, is one rule, in rule.go:
 //
-// Restore is exact: a safety checkpoint records the current state first, and the
-// difference between the two trees is applied: files the checkpoint lacks are
-// removed, the others written. Files neither holds (ignored, excluded, oversize)
-// are never touched.
+//   - A checkpoint holds what the project holds, as the project's own git sees
+//     it: every file its git tracks, whatever an ignore rule says, and every
+//     untracked file its git does not ignore (every ignore source git reads:
+//     .gitignore at every level, an enclosing repository's, .git/info/exclude,
+//     core.excludesFile, ~/.config/git/ignore), minus the default excludes and
+//     the work tree's .rewindignore (for untracked files, whatever a .gitignore
+//     negation says), minus the store. Outside a git repository only the work
+//     tree's .gitignore files count. A nested repository is held by the same
+//     rule, with its own tracking and ignores, as plain files. The store's own
+//     index is only a cache of stat data: a path's past in the store never
+//     matters. What cannot be stored (over the size limit, unreadable, in a
+//     directory that cannot be read, a name git never stores) is named.
+//   - A restore writes and deletes only what the checkpoint holds, or would
+//     have held had it existed: never a path ignored now, and never deletes one
+//     the checkpoint's own rules (its .gitignore files and .rewindignore, its
+//     nested repositories) ignore. A safety checkpoint comes first and undoes it
+//     exactly. Content, type and permission bits come back, and directories the
+//     checkpoint had without files; a directory the restore did not empty is
+//     never removed. Whatever it leaves alone is named.
 //
 // Crash safety: objects are written before the ref that names them, refs are
 // created with an expected old value of zero, and a restore leaves a marker until
