@@ -409,5 +409,3 @@ func dedupe(paths []string) []string {
 	}
 	return out
 }
-
-var errNoCheckpoints = errors.New("no checkpoints")

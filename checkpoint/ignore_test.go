@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"bytes"
-	"fmt"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -124,7 +123,7 @@ func TestIgnoreLines(t *testing.T) {
 		{"node_modules", false, false, "a directory pattern and a file"},
 		{"root", false, true, "an anchored pattern"},
 		{"x/root", false, false, "an anchored pattern elsewhere"},
-		{fmt.Sprint("comment"), false, false, "a comment"},
+		{"comment", false, false, "a comment"},
 	} {
 		if got := ps.excluded(c.path, c.dir); got != c.excl {
 			t.Errorf("%s: %s excluded=%v, want %v", c.about, c.path, got, c.excl)

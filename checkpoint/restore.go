@@ -257,15 +257,6 @@ func entryID(entry string) string {
 	return id
 }
 
-// treePaths lists the paths of a tree, below prefixes when any are given.
-func (s *Store) treePaths(ctx context.Context, tree string, prefixes []string) ([]string, error) {
-	out, err := s.git().Run(ctx, lsTree(tree, prefixes, "--name-only")...)
-	if err != nil {
-		return nil, err
-	}
-	return splitNul(out), nil
-}
-
 // treeEntries lists the files of a tree, below prefixes when any are given, as
 // update-index --index-info lines ("<mode> <id>\t<path>") by path.
 func (s *Store) treeEntries(ctx context.Context, tree string, prefixes []string) (map[string]string, error) {

@@ -11,10 +11,8 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestRuleProperty checks the rule of what a checkpoint holds and what a
@@ -46,11 +44,10 @@ type heldEntry struct {
 }
 
 type propWorld struct {
-	t   *testing.T
-	r   *rand.Rand
-	wt  string
-	s   *Store
-	now time.Time
+	t  *testing.T
+	r  *rand.Rand
+	wt string
+	s  *Store
 }
 
 func (w *propWorld) git(args ...string) string {
@@ -410,9 +407,4 @@ func underAnyHeldChange(p string, res *Restored) bool {
 		}
 	}
 	return false
-}
-
-func init() {
-	// keep sort imported for helpers used in failures
-	_ = sort.Strings
 }

@@ -21,7 +21,3 @@ func lockFile(f *os.File, exclusive bool) error {
 		}
 	}
 }
-
-func unlockFile(f *os.File) error {
-	return syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-}

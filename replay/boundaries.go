@@ -89,13 +89,3 @@ func desiredBoundary(phase string) string {
 	}
 	return ""
 }
-
-// boundaryPhase is the build phase a checkpoint reason belongs to, or "".
-func boundaryPhase(reason string) string {
-	for _, b := range buildBoundaries {
-		if matchesReason(reason, b.reason) {
-			return b.phase
-		}
-	}
-	return ""
-}

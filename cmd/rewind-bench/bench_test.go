@@ -95,17 +95,6 @@ func (b *bench) cmd(dir string, env []string, argv ...string) *exec.Cmd {
 	return c
 }
 
-// sh runs a shell command line once, untimed, and fails the workload on error.
-func (b *bench) sh(dir, script string) string {
-	b.t.Helper()
-	c := b.cmd(dir, nil, "sh", "-c", script)
-	out, err := c.CombinedOutput()
-	if err != nil {
-		b.t.Fatalf("%s: %v\n%s", script, err, out)
-	}
-	return string(out)
-}
-
 // measure runs argv b.runs times (prepare, untimed, before each run) and returns
 // the median wall time and the peak memory. stdout is discarded.
 func (b *bench) measure(label string, prepare func(), dir string, env []string, argv ...string) result {

@@ -64,14 +64,6 @@ func (o *options) notef(format string, a ...any) {
 	fmt.Fprintf(o.Stderr, "rewind: %s\n", fmt.Sprintf(format, a...))
 }
 
-// paint colours s for stdout when colour is on.
-func (o *options) paint(attr color.Attribute, s string) string {
-	if !o.colourOut {
-		return s
-	}
-	return color.New(attr).Sprint(s)
-}
-
 // Interactive reports whether a question can be asked: stdin and stderr are both
 // terminals.
 func (o *options) Interactive() bool {
