@@ -81,8 +81,20 @@ func (s *Store) writeExcludes() error {
 
 // capture brings the store's index to the work tree's state, as the rule
 // (rule.go) says a checkpoint holds it, and writes its tree. maxSize <= 0
-// means no limit.
+// means no limit. A damaged index is deleted and the capture made again.
 func (s *Store) capture(ctx context.Context, maxSize int64) (*capture, error) {
+	c, err := s.captureOnce(ctx, maxSize)
+	if why, ok := indexDamaged(ctx, err); ok {
+		if err := os.Remove(s.indexFile()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		s.warn("the store's index (a cache) was damaged (%s); deleted it and read the work tree afresh", why)
+		return s.captureOnce(ctx, maxSize)
+	}
+	return c, err
+}
+
+func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error) {
 	// Files changed from here on may have been hashed in the same second as
 	// their change; see the end.
 	start := time.Now()

@@ -464,10 +464,6 @@ func (s *Store) begin(ctx context.Context, refuseInterrupted bool) (func(), erro
 		unlock()
 		return nil, err
 	}
-	if err := s.checkIndex(ctx); err != nil {
-		unlock()
-		return nil, err
-	}
 	if refuseInterrupted {
 		if m, err := s.interruptedRestore(); err != nil || m != nil {
 			unlock()

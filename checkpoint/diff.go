@@ -30,11 +30,7 @@ func (s *Store) Diff(ctx context.Context, ref, ref2, format string) (from *Check
 		if err != nil {
 			return nil, nil, nil, "", err
 		}
-		var cap *capture
-		err = s.checkIndex(ctx)
-		if err == nil {
-			cap, err = s.capture(ctx, DefaultMaxFileSize)
-		}
+		cap, err := s.capture(ctx, DefaultMaxFileSize)
 		unlock()
 		if err != nil {
 			return nil, nil, nil, "", err

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,7 +33,6 @@ type Store struct {
 	Warn func(string)
 
 	dirOK   sync.Map    // capture's cache: directory -> no symlink or file above or at it
-	indexOK atomic.Bool // checkIndex found the index usable
 }
 
 // ErrForeignStore means the store belongs to another work tree.
@@ -513,33 +511,17 @@ func (s *Store) structureDamage(ctx context.Context) string {
 	return ""
 }
 
-// checkIndex makes sure the store's index, a cache of stat data, can be used:
-// git reads it and every object it names is in the store (crucible's
-// procedure's git gc --prune=now may delete objects only rewind's index
-// names). A damaged one is deleted with a warning; the next capture rebuilds it
-// from the work tree. Capture calls it before its first read of the index.
-func (s *Store) checkIndex(ctx context.Context) error {
-	if s.indexOK.Load() {
-		return nil
-	}
-	if _, err := os.Stat(s.indexFile()); errors.Is(err, os.ErrNotExist) {
-		s.indexOK.Store(true)
-		return nil
-	}
-	_, err := s.git().Run(ctx, "write-tree")
+// indexDamaged reports whether err is git failing on the store's index, a
+// cache of stat data: one git cannot read, or one naming objects the store no
+// longer has (crucible's procedure's git gc --prune=now may delete objects
+// only rewind's index names). Capture then deletes it, with a warning, and
+// reads the work tree afresh; no extra call checks it beforehand.
+func indexDamaged(ctx context.Context, err error) (string, bool) {
 	var ge *gitexec.Error
-	switch {
-	case err == nil:
-	case ctx.Err() == nil && errors.As(err, &ge) && ge.ExitCode > 0 && indexDamage.MatchString(ge.Stderr):
-		if err := os.Remove(s.indexFile()); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		s.warn("the store's index (a cache) was damaged (%s); deleted it: the next checkpoint reads every file again", firstLine(ge.Stderr))
-	default:
-		return err
+	if ctx.Err() == nil && errors.As(err, &ge) && ge.ExitCode > 0 && indexDamage.MatchString(ge.Stderr) {
+		return firstLine(ge.Stderr), true
 	}
-	s.indexOK.Store(true)
-	return nil
+	return "", false
 }
 
 // indexDamage matches what git says of an index it cannot use.
