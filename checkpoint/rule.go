@@ -62,6 +62,9 @@ func (s *Store) hold(ctx context.Context) (*held, error) {
 	}
 	_, err := gitexec.Project{Dir: s.WorkTree}.Run(ctx, "rev-parse", "--is-inside-work-tree")
 	h.inRepo = err == nil
+	if ge, ok := err.(*gitexec.Error); ok && strings.Contains(ge.Stderr, "dubious ownership") {
+		h.notes = append(h.notes, "the project's git does not trust this repository (another user owns it; see git's safe.directory): only the work tree's .gitignore files count")
+	}
 	queue := []string{""}
 	for len(queue) > 0 {
 		root := queue[0]
