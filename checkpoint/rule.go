@@ -60,8 +60,8 @@ func (s *Store) hold(ctx context.Context) (*held, error) {
 		h.store = rel
 		h.notes = append(h.notes, fmt.Sprintf("the store %s is inside the work tree; it is never captured nor touched by a restore", rel))
 	}
-	_, err := gitexec.Project{Dir: s.WorkTree}.Run(ctx, "rev-parse", "--is-inside-work-tree")
-	h.inRepo = err == nil
+	out, err := gitexec.Project{Dir: s.WorkTree}.Run(ctx, "rev-parse", "--is-inside-work-tree")
+	h.inRepo = err == nil && strings.TrimSpace(string(out)) == "true"
 	if ge, ok := err.(*gitexec.Error); ok && strings.Contains(ge.Stderr, "dubious ownership") {
 		h.notes = append(h.notes, "the project's git does not trust this repository (another user owns it; see git's safe.directory): only the work tree's .gitignore files count")
 	}
@@ -223,9 +223,11 @@ func (s *Store) ignoredNow(ctx context.Context, h *held, paths []string, isDir b
 		if root != "" {
 			prefix = root + "/"
 		}
+		// "./" keeps a name that starts with ':' from being read as
+		// pathspec magic, which check-ignore refuses.
 		var in bytes.Buffer
 		for _, p := range ps {
-			in.WriteString(strings.TrimPrefix(p, prefix))
+			in.WriteString("./" + strings.TrimPrefix(p, prefix))
 			in.WriteByte(0)
 		}
 		var out []byte
@@ -242,7 +244,7 @@ func (s *Store) ignoredNow(ctx context.Context, h *held, paths []string, isDir b
 			return nil, err
 		}
 		for _, p := range splitNul(out) {
-			ignored[prefix+p] = true
+			ignored[prefix+strings.TrimPrefix(p, "./")] = true
 		}
 	}
 	return ignored, nil
