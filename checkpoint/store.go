@@ -32,7 +32,7 @@ type Store struct {
 	// Warn receives warnings (a moved-aside corrupt store, skipped files).
 	Warn func(string)
 
-	dirOK   sync.Map    // capture's cache: directory -> no symlink or file above or at it
+	dirOK sync.Map // capture's cache: directory -> no symlink or file above or at it
 }
 
 // ErrForeignStore means the store belongs to another work tree.
