@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -77,14 +78,30 @@ func DispatchID(a Attempt) string {
 
 // runEvidence is what a run leaves of per-dispatch output evidence, read once.
 type runEvidence struct {
-	ledger      map[string]LedgerEntry
-	resultFiles bool // some "<seq>-<template>-result.md" exists
+	ledger     map[string]LedgerEntry
+	resultSeqs []int // seqs of the "<seq>-<template>-result.md" files there
 }
 
-// any reports whether the run leaves per-dispatch output evidence at all.
-func (e *runEvidence) any() bool { return e.resultFiles || len(e.ledger) > 0 }
+// any reports whether the run's own dispatches leave per-dispatch output
+// evidence at all. What a replay left does not count: rewind's --exec writes
+// result files for its re-dispatches, which tell nothing of the convention
+// of the run it replayed.
+func (e *runEvidence) any(replayed map[int]bool) bool {
+	for _, seq := range e.resultSeqs {
+		if !replayed[seq] {
+			return true
+		}
+	}
+	for id := range e.ledger {
+		seq, _, _ := strings.Cut(id, "-")
+		if n, err := strconv.Atoi(seq); err != nil || !replayed[n] {
+			return true
+		}
+	}
+	return false
+}
 
-var resultFileName = regexp.MustCompile(`^\d+-.+-result\.md$`)
+var resultFileName = regexp.MustCompile(`^(\d+)-.+-result\.md$`)
 
 // loadEvidence reads the receipt ledgers and looks for result files in dirs
 // (the dispatch directory and its scratch copy).
@@ -103,8 +120,10 @@ func loadEvidence(dirs []string) *runEvidence {
 		}
 		if des, err := os.ReadDir(dir); err == nil {
 			for _, de := range des {
-				if de.Type().IsRegular() && resultFileName.MatchString(de.Name()) {
-					ev.resultFiles = true
+				if m := resultFileName.FindStringSubmatch(de.Name()); m != nil && de.Type().IsRegular() {
+					if n, err := strconv.Atoi(m[1]); err == nil {
+						ev.resultSeqs = append(ev.resultSeqs, n)
+					}
 				}
 			}
 		}
@@ -144,7 +163,7 @@ func (v *Verification) outputEvidence(a Attempt) (bool, string) {
 		v.Unkept = append(v.Unkept, a.Seq)
 		return true, "result file " + name + " not kept by the cleanup of the finished pipeline"
 	}
-	if !v.evidence.any() {
+	if !v.evidence.any(v.Replayed) {
 		v.NoEvidence = append(v.NoEvidence, a.Seq)
 		return true, "accepted on its manifest status (the run leaves no result files or receipt-ledger entries)"
 	}

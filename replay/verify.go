@@ -63,6 +63,9 @@ type Verification struct {
 	// NoEvidence collects the output dispatches taken on their manifest
 	// status because the run leaves no per-dispatch output evidence at all.
 	NoEvidence []int
+	// Replayed holds the seqs that replay an earlier dispatch: what they
+	// left is not evidence of the replayed run's convention.
+	Replayed map[int]bool
 
 	evidence *runEvidence
 	warned   map[string]bool

@@ -185,6 +185,12 @@ func replayRun(c *cli.Context) error {
 		Kinds: kinds, ResultDirs: src.lookup, Checkpoints: boundaryTimes, WorkTree: o.WorkTree,
 		Warn: func(s string) { o.warnf("%s", s) }, CleanedUp: src.finished(),
 	}
+	verification.Replayed = map[int]bool{}
+	for _, a := range attempts {
+		if a.ReplayOf != nil {
+			verification.Replayed[a.Seq] = true
+		}
+	}
 	verification.Lineage = replay.ProjectLineage(c.Context, o.WorkTree)
 	verification.Commits, err = projectCommits(c, attempts, src.marker)
 	if err != nil {
