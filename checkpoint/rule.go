@@ -43,7 +43,7 @@ type held struct {
 	repos   []string        // roots of the repositories found, "" for the work tree's own
 	inRepo  bool            // the work tree is inside a git repository
 	ignore  ignorePatterns  // the work tree's .rewindignore
-	store   string          // the store's path relative to the work tree, when inside it
+	private []string        // rewind's and the agents' own directories inside the work tree
 	notes   []string        // what the user should know (a .rewindignore not read, the store inside)
 
 	unreadable []Skipped // directories git could not list
@@ -57,8 +57,16 @@ func (s *Store) hold(ctx context.Context) (*held, error) {
 	h := &held{tracked: map[string]bool{}}
 	h.ignore, h.notes = s.readRewindIgnore()
 	if rel, ok := s.insideWorkTree(s.Dir); ok {
-		h.store = rel
+		h.private = append(h.private, rel)
 		h.notes = append(h.notes, fmt.Sprintf("the store %s is inside the work tree; it is never captured nor touched by a restore", rel))
+	}
+	// A work tree above the home directory holds every project's stores and
+	// pipeline memory (~/.claude/projects/): none of it is the project's, and
+	// a restore must never roll it back.
+	if home, err := os.UserHomeDir(); err == nil {
+		if rel, ok := s.insideWorkTree(filepath.Join(home, ".claude", "projects")); ok {
+			h.private = append(h.private, rel)
+		}
 	}
 	out, err := gitexec.Project{Dir: s.WorkTree}.Run(ctx, "rev-parse", "--is-inside-work-tree")
 	h.inRepo = err == nil && strings.TrimSpace(string(out)) == "true"
@@ -108,8 +116,10 @@ func (s *Store) listRepo(ctx context.Context, h *held, root string) ([]listed, e
 		// never walks into them.
 		args = append(args, "--exclude="+p)
 	}
-	if h.store != "" && (root == "" || strings.HasPrefix(h.store, root+"/")) {
-		args = append(args, "--exclude=/"+escapeGlob(strings.TrimPrefix(strings.TrimPrefix(h.store, root), "/"))+"/")
+	for _, dir := range h.private {
+		if root == "" || strings.HasPrefix(dir, root+"/") {
+			args = append(args, "--exclude=/"+escapeGlob(strings.TrimPrefix(strings.TrimPrefix(dir, root), "/"))+"/")
+		}
 	}
 	var out []byte
 	var warnings string
@@ -167,10 +177,10 @@ func (s *Store) listRepo(ctx context.Context, h *held, root string) ([]listed, e
 		}
 		entries = append(entries, listed{path: prefix + p, tracked: true})
 	}
-	if h.store != "" {
+	if len(h.private) > 0 {
 		kept := entries[:0]
 		for _, e := range entries {
-			if !within(e.path, h.store) {
+			if h.privateOf(e.path) == "" {
 				kept = append(kept, e)
 			}
 		}
@@ -182,7 +192,17 @@ func (s *Store) listRepo(ctx context.Context, h *held, root string) ([]listed, e
 // excludedByRewind reports whether the default excludes or .rewindignore
 // exclude an untracked path.
 func (h *held) excludedByRewind(p string, isDir bool) bool {
-	return defaultExcludes.excluded(p, isDir) || h.ignore.excluded(p, isDir) || (h.store != "" && within(p, h.store))
+	return defaultExcludes.excluded(p, isDir) || h.ignore.excluded(p, isDir) || h.privateOf(p) != ""
+}
+
+// privateOf is the private directory p lies in, or "".
+func (h *held) privateOf(p string) string {
+	for _, dir := range h.private {
+		if within(p, dir) {
+			return dir
+		}
+	}
+	return ""
 }
 
 // repoOf is the root of the innermost repository holding p.

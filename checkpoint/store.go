@@ -75,13 +75,19 @@ func Open(workTree, dir string) (*Store, error) {
 	if workTree == "/" || (home != "" && (filepath.Clean(workTree) == filepath.Clean(home) || filepath.Clean(workTree) == filepath.Clean(realHome))) {
 		return nil, fmt.Errorf("%w: %s is too broad a work tree (a snapshot would hold everything below it)", ErrRefusedWorkTree, workTree)
 	}
-	if dir == "" {
+	chosen := dir != ""
+	if !chosen {
 		if home == "" {
 			return nil, errors.New("no home directory for the default store; pass --store")
 		}
 		dir = DefaultDir(home, workTree)
 	}
 	s := &Store{Dir: dir, WorkTree: workTree, Wait: 30 * time.Second}
+	if chosen {
+		if err := s.checkNotInGitDir(); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.checkOwner(); err != nil {
 		return nil, err
 	}
@@ -94,6 +100,39 @@ func Open(workTree, dir string) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// ErrStoreInGitDir means the store would lie inside a .git directory: making it
+// there would write the project's own repository.
+var ErrStoreInGitDir = errors.New("the store cannot be inside a .git directory")
+
+// checkNotInGitDir refuses a store inside the work tree's .git (or any .git
+// below the work tree, or the project's git directory wherever it is).
+func (s *Store) checkNotInGitDir() error {
+	rel, inside := s.insideWorkTree(s.Dir)
+	if inside {
+		for _, part := range strings.Split(rel, "/") {
+			if part == ".git" {
+				return fmt.Errorf("%w: %s is in the project's %s", ErrStoreInGitDir, s.Dir, part)
+			}
+		}
+	}
+	out, err := gitexec.Project{Dir: s.WorkTree}.Run(context.Background(), "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return nil // not in a repository, or one git will not read
+	}
+	gitDir := strings.TrimSpace(string(out))
+	if r, err := filepath.EvalSymlinks(gitDir); err == nil {
+		gitDir = r
+	}
+	abs, _ := filepath.Abs(s.Dir)
+	if r, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(r, filepath.Base(abs))
+	}
+	if abs == gitDir || strings.HasPrefix(abs, gitDir+string(filepath.Separator)) {
+		return fmt.Errorf("%w: %s is in the project's git directory %s", ErrStoreInGitDir, s.Dir, gitDir)
+	}
+	return nil
 }
 
 // The store directory is itself the git directory, as crucible's checkpoint

@@ -86,6 +86,8 @@ func classify(err error) (int, []string) {
 		return exitGuard, []string{"each work tree needs its own store: unset REWIND_STORE or pass another --store"}
 	case errors.Is(err, checkpoint.ErrBadLabel), errors.Is(err, checkpoint.ErrBadPath):
 		return exitUsage, nil
+	case errors.Is(err, checkpoint.ErrStoreInGitDir):
+		return exitUsage, []string{"put the store outside the project's .git: unset REWIND_STORE, or pass another --store"}
 	case errors.Is(err, checkpoint.ErrRefusedWorkTree):
 		return exitFailure, []string{"run rewind in a project directory, or pass one with --work-tree"}
 	case errors.As(err, &interrupted):
