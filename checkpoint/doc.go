@@ -89,8 +89,10 @@
 //     the checkpoint's own rules (its .gitignore files and .rewindignore, its
 //     nested repositories) ignore. A safety checkpoint comes first and undoes it
 //     exactly. Content, type and permission bits come back, and directories the
-//     checkpoint had without files; a directory the restore did not empty is
-//     never removed. Whatever it leaves alone is named.
+//     checkpoint had without files; a directory holding anything the restore
+//     does not remove is never removed, and an empty one the checkpoint did not
+//     have goes (so the undo is exact). Whatever it leaves alone is named; what
+//     it was asked to write and could not makes it incomplete (Restored.Failed).
 //
 // Crash safety: objects are written before the ref that names them, refs are
 // created with an expected old value of zero, and a restore leaves a marker until

@@ -26,7 +26,15 @@ type Restored struct {
 	Write   []string    // paths written (added, changed, type changed)
 	Remove  []string    // paths removed
 	HeadNow string      // the project's HEAD now, when it differs from the checkpoint's
-	Kept    []Skipped   // paths left as they are: writing them would destroy what no checkpoint holds
+	Kept    []Skipped   // paths left as they are, and why (the rule, or what no checkpoint holds)
+	// Failed are the kept paths the restore was asked to write and could not
+	// (a directory it cannot look into, a file named by --file that is
+	// ignored now and holds what no checkpoint does): the restore is not
+	// complete.
+	Failed []Skipped
+	Mkdir  []string // directories the checkpoint had without files, made
+	Rmdir  []string // empty directories the checkpoint did not have, removed
+	Chmod  []string // files and directories (ending in "/") whose bits change, beyond those written
 }
 
 // Restore brings the work tree back to the checkpoint ref names, exactly: after
@@ -96,7 +104,15 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 	if err != nil {
 		return nil, err
 	}
-	res.Write, res.Remove, res.Kept = plan.write, plan.remove, plan.kept
+	res.Write, res.Remove, res.Kept, res.Failed = plan.write, plan.remove, plan.kept, plan.failed
+	res.Mkdir, res.Rmdir = plan.mkdir, plan.rmdir
+	for _, c := range plan.chmod {
+		name := c.path
+		if c.isDir {
+			name += "/"
+		}
+		res.Chmod = append(res.Chmod, name)
+	}
 	for _, k := range res.Kept {
 		s.warn("kept %s as it is: %s", k.Path, k.Why)
 	}
@@ -128,9 +144,12 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 type restorePlan struct {
 	write, remove []string
 	kept          []Skipped
+	failed        []Skipped       // kept paths it was asked to write and cannot
 	mkdir         []string        // the checkpoint's directories without files, missing now
+	rmdir         []string        // empty directories now that the checkpoint did not have
 	dirs          map[string]bool // every directory of the checkpoint
 	ignoredDirs   []string        // those ignored now: their bits are left alone
+	chmod         []permChange    // bits to set beyond the files written (as things are before it)
 }
 
 // plan decides, by the rule, what a restore to target does from the state cur.
@@ -161,23 +180,37 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, entr
 	if err != nil {
 		return nil, err
 	}
+	asked := map[string]bool{}
+	for _, f := range files {
+		asked[f] = true
+	}
 	for _, a := range added {
-		if ignored[a] {
-			p.kept = append(p.kept, Skipped{Path: a, Why: "the checkpoint holds it, but it is ignored now"})
-		} else {
+		_, err := os.Lstat(filepath.Join(s.WorkTree, a))
+		switch {
+		case !ignored[a]:
 			p.write = append(p.write, a)
+		case asked[a] && os.IsNotExist(err):
+			// Named by --file, and nothing there: the user asks for it back.
+			p.write = append(p.write, a)
+		case asked[a]:
+			k := Skipped{Path: a, Why: "it is ignored now, and what is there is in no checkpoint"}
+			p.kept, p.failed = append(p.kept, k), append(p.failed, k)
+		default:
+			p.kept = append(p.kept, Skipped{Path: a, Why: "the checkpoint holds it, but it is ignored now"})
 		}
 	}
 	// ...nor delete one the checkpoint's own rules ignore (its .gitignore
 	// files may be stricter than today's).
-	if len(removals) > 0 {
-		rules, err := s.rulesOf(ctx, target, cur.held)
-		if err != nil {
+	var rules *targetRules
+	if len(removals) > 0 || (target.meta != nil && cur.meta != nil && len(cur.meta.dirs) > 0) {
+		if rules, err = s.rulesOf(ctx, target, cur.held); err != nil {
 			return nil, err
 		}
+	}
+	if len(removals) > 0 {
 		for _, r := range removals {
 			// A file the project tracks is held whatever the rules say.
-			if !cur.held.tracked[r] && rules.ignores(r) {
+			if !cur.held.tracked[r] && rules.ignores(r, false) {
 				p.kept = append(p.kept, Skipped{Path: r, Why: "the checkpoint's own ignore rules ignore it"})
 			} else {
 				p.remove = append(p.remove, r)
@@ -185,9 +218,10 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, entr
 		}
 	}
 	sort.Strings(p.write)
-	var blocked []Skipped
-	p.write, blocked = s.inTheWay(p.write, p.remove, cur.inTree)
-	p.kept = append(p.kept, blocked...)
+	var blocked, failed []Skipped
+	p.write, blocked, failed = s.inTheWay(p.write, p.remove, cur.inTree)
+	p.kept = append(append(p.kept, blocked...), failed...)
+	p.failed = append(p.failed, failed...)
 	if target.meta != nil {
 		var missing []string
 		for _, d := range target.meta.dirs {
@@ -232,6 +266,16 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, entr
 	for d := range ignoredDirs {
 		p.ignoredDirs = append(p.ignoredDirs, d)
 	}
+	// An empty directory now that the checkpoint did not have (nor ignored)
+	// goes, so that a restore and its undo are exact.
+	if target.meta != nil && cur.meta != nil {
+		for _, d := range cur.meta.dirs {
+			if !p.dirs[d] && underAny(d, files) && !rules.ignores(d, true) {
+				p.rmdir = append(p.rmdir, d)
+			}
+		}
+	}
+	p.chmod = s.permChanges(entries, p, target, cur, files, true)
 	sort.Slice(p.kept, func(i, j int) bool { return p.kept[i].Path < p.kept[j].Path })
 	return p, nil
 }
@@ -297,14 +341,14 @@ func lsTree(tree string, prefixes []string, opts ...string) []string {
 // --force would delete them; rewind keeps them and says so. It never follows a
 // symlink: a parent that is one, and that the restore removes, frees
 // everything below it.
-func (s *Store) inTheWay(write, remove []string, inTree map[string]bool) (kept []string, left []Skipped) {
+func (s *Store) inTheWay(write, remove []string, inTree map[string]bool) (kept []string, left, failed []Skipped) {
 	removed := map[string]bool{}
 	for _, p := range remove {
 		removed[p] = true
 	}
 	free := func(rel string) bool { return removed[rel] || inTree[rel] }
 	for _, p := range write {
-		why, below := "", false
+		why, below, broken := "", false, false
 		for i := 0; i < len(p) && why == "" && !below; i++ {
 			if p[i] != '/' {
 				continue
@@ -315,7 +359,7 @@ func (s *Store) inTheWay(write, remove []string, inTree map[string]bool) (kept [
 			case os.IsNotExist(err):
 				below = true // nothing there: all below is free
 			case err != nil:
-				why = "cannot look at " + d + ": " + errText(err)
+				why, broken = "cannot look at "+d+": "+errText(err), true
 			case fi.IsDir():
 			case removed[d]:
 				below = true // a file or symlink the restore removes first
@@ -324,37 +368,39 @@ func (s *Store) inTheWay(write, remove []string, inTree map[string]bool) (kept [
 			}
 		}
 		if why == "" && !below {
-			why = s.blocks(p, free)
+			why, broken = s.blocks(p, free)
 		}
-		if why != "" {
+		switch {
+		case broken:
+			failed = append(failed, Skipped{Path: p, Why: why})
+		case why != "":
 			left = append(left, Skipped{Path: p, Why: why})
-			continue
+		default:
+			kept = append(kept, p)
 		}
-		kept = append(kept, p)
 	}
-	return kept, left
+	return kept, left, failed
 }
 
 // blocks says why what is at rel (its parents are directories) cannot be
-// replaced, or "" when it can.
-func (s *Store) blocks(rel string, free func(string) bool) string {
+// replaced, or "" when it can; broken when it cannot even be looked at.
+func (s *Store) blocks(rel string, free func(string) bool) (why string, broken bool) {
 	full := filepath.Join(s.WorkTree, rel)
 	fi, err := os.Lstat(full)
 	switch {
 	case os.IsNotExist(err), free(rel):
-		return ""
+		return "", false
 	case err != nil:
-		return "cannot look at it: " + errText(err)
+		return "cannot look at it: " + errText(err), true
 	case !fi.IsDir():
-		return "the checkpoint holds it, but the current version is in no checkpoint (over the size limit, unreadable or not a file)"
+		return "the checkpoint holds it, but the current version is in no checkpoint (over the size limit, unreadable or not a file)", false
 	}
-	why := ""
 	filepath.WalkDir(full, func(p string, d os.DirEntry, err error) error {
 		if why != "" {
 			return filepath.SkipAll
 		}
 		if err != nil {
-			why = "cannot look into the directory there: " + errText(err)
+			why, broken = "cannot look into the directory there: "+errText(err), true
 			return nil
 		}
 		if d.IsDir() {
@@ -366,7 +412,7 @@ func (s *Store) blocks(rel string, free func(string) bool) string {
 		}
 		return nil
 	})
-	return why
+	return why, broken
 }
 
 // checkHeld refuses --file paths that neither the checkpoint nor the work tree
@@ -449,7 +495,12 @@ func (s *Store) apply(ctx context.Context, entries map[string]string, p *restore
 			return fmt.Errorf("restore directory %s: %w", d, err)
 		}
 	}
-	return s.setPerms(entries, p, target, cur, targetDirs, oldPerms, files)
+	// Empty directories the checkpoint did not have, deepest first (only
+	// those still empty).
+	for i := len(p.rmdir) - 1; i >= 0; i-- {
+		os.Remove(filepath.Join(s.WorkTree, p.rmdir[i]))
+	}
+	return s.setPerms(entries, p, target, cur, oldPerms, files)
 }
 
 // checkout writes paths from a scratch index holding only them (checkout-index
@@ -492,48 +543,44 @@ func (s *Store) checkout(ctx context.Context, entries map[string]string, write [
 	return nil
 }
 
-// setPerms gives files and directories the permission bits the checkpoint
-// recorded: every file written, every file whose bits differ between now and
-// then, every directory of the checkpoint.
-func (s *Store) setPerms(entries map[string]string, p *restorePlan, target *Checkpoint, cur *capture, targetDirs map[string]bool, oldPerms map[string]os.FileMode, files []string) error {
-	chmod := func(rel string, want os.FileMode, isDir bool) error {
-		full := filepath.Join(s.WorkTree, rel)
-		fi, err := os.Lstat(full)
-		if err != nil || fi.IsDir() != isDir || fi.Mode()&os.ModeSymlink != 0 || (!isDir && !fi.Mode().IsRegular()) {
-			return nil
-		}
-		if fi.Mode().Perm() == want {
-			return nil
-		}
-		if err := os.Chmod(full, want); err != nil {
-			return fmt.Errorf("restore the permissions of %s: %w", rel, err)
-		}
-		return nil
-	}
-	if target.meta == nil {
-		for w, old := range oldPerms {
-			fi, err := os.Lstat(filepath.Join(s.WorkTree, w))
-			if err == nil && fi.Mode().IsRegular() {
-				if err := chmod(w, old&^0o111|fi.Mode().Perm()&0o111, false); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
+// permChange is a file or directory whose permission bits a restore sets.
+type permChange struct {
+	path  string
+	want  os.FileMode
+	isDir bool
+}
+
+// permChanges lists the bits the checkpoint recorded that differ from what is
+// on disk: files written (unless preview: their bits are set after the
+// write), files whose bits differ between now and then (the two records tell
+// which), and the checkpoint's directories (never one ignored now). An older
+// checkpoint, without recorded bits, sets none.
+func (s *Store) permChanges(entries map[string]string, p *restorePlan, target *Checkpoint, cur *capture, files []string, preview bool) []permChange {
 	tm := target.meta
+	if tm == nil {
+		return nil
+	}
+	var out []permChange
+	differs := func(rel string, want os.FileMode, isDir bool) {
+		full, err := s.inside(rel) // never through a symlink
+		if err != nil {
+			return
+		}
+		fi, err := os.Lstat(full)
+		if err != nil || fi.IsDir() != isDir || (!isDir && !fi.Mode().IsRegular()) || fi.Mode().Perm() == want {
+			return
+		}
+		out = append(out, permChange{rel, want, isDir})
+	}
 	exec := func(e string) bool { return strings.HasPrefix(e, "100755 ") }
 	regular := func(e string) bool { return strings.HasPrefix(e, "100") }
 	seen := map[string]bool{}
 	for _, w := range p.write {
 		seen[w] = true
-		if e := entries[w]; regular(e) {
-			if err := chmod(w, tm.filePerm(w, exec(e)), false); err != nil {
-				return err
-			}
+		if e := entries[w]; regular(e) && !preview {
+			differs(w, tm.filePerm(w, exec(e)), false)
 		}
 	}
-	// Unchanged files: the two records tell which bits differ.
 	var check []string
 	if cur.meta == nil || cur.meta.base != tm.base {
 		for e := range entries {
@@ -547,17 +594,14 @@ func (s *Store) setPerms(entries map[string]string, p *restorePlan, target *Chec
 			check = append(check, k)
 		}
 	}
+	sort.Strings(check)
 	for _, c := range check {
 		if seen[c] || strings.HasSuffix(c, "/") {
 			continue
 		}
 		seen[c] = true
-		e, ok := entries[c]
-		if !ok || !regular(e) || (cur.meta != nil && cur.meta.filePerm(c, exec(e)) == tm.filePerm(c, exec(e))) {
-			continue
-		}
-		if err := chmod(c, tm.filePerm(c, exec(e)), false); err != nil {
-			return err
+		if e, ok := entries[c]; ok && regular(e) {
+			differs(c, tm.filePerm(c, exec(e)), false)
 		}
 	}
 	ignored := map[string]bool{}
@@ -565,15 +609,33 @@ func (s *Store) setPerms(entries map[string]string, p *restorePlan, target *Chec
 		ignored[d] = true
 	}
 	var dirs []string
-	for d := range targetDirs {
+	for d := range p.dirs {
 		if underAny(d, files) && !ignored[d] {
 			dirs = append(dirs, d)
 		}
 	}
 	sort.Strings(dirs)
 	for _, d := range dirs {
-		if err := chmod(d, tm.dirPerm(d), true); err != nil {
-			return err
+		differs(d, tm.dirPerm(d), true)
+	}
+	return out
+}
+
+// setPerms gives files and directories the bits the checkpoint recorded, after
+// the writes. Without recorded bits (an older checkpoint), a file rewritten in
+// place keeps its bits beyond the executable one (oldPerms).
+func (s *Store) setPerms(entries map[string]string, p *restorePlan, target *Checkpoint, cur *capture, oldPerms map[string]os.FileMode, files []string) error {
+	changes := s.permChanges(entries, p, target, cur, files, false)
+	for w, old := range oldPerms {
+		if fi, err := os.Lstat(filepath.Join(s.WorkTree, w)); err == nil && fi.Mode().IsRegular() {
+			if want := old&^0o111 | fi.Mode().Perm()&0o111; want != fi.Mode().Perm() {
+				changes = append(changes, permChange{w, want, false})
+			}
+		}
+	}
+	for _, c := range changes {
+		if err := os.Chmod(filepath.Join(s.WorkTree, c.path), c.want); err != nil {
+			return fmt.Errorf("restore the permissions of %s: %w", c.path, err)
 		}
 	}
 	return nil

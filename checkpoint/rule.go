@@ -394,8 +394,8 @@ func (s *Store) rulesOf(ctx context.Context, c *Checkpoint, h *held) (*targetRul
 // excludes, its .rewindignore, or the .gitignore files of p's repository,
 // matched level by level as git does (a deeper file wins; below an excluded
 // directory everything is excluded).
-func (r *targetRules) ignores(p string) bool {
-	if defaultExcludes.excluded(p, false) || r.rewind.excluded(p, false) {
+func (r *targetRules) ignores(p string, isDir bool) bool {
+	if defaultExcludes.excluded(p, isDir) || r.rewind.excluded(p, isDir) {
 		return true
 	}
 	root := ""
@@ -445,7 +445,7 @@ func (r *targetRules) ignores(p string) bool {
 		}
 		stack = append(stack, level{d, r.gitignore[join(d)]})
 	}
-	ex, _ := decide(rel, false)
+	ex, _ := decide(rel, isDir)
 	return ex
 }
 

@@ -439,15 +439,25 @@ func restorePreview(c *cli.Context, s *checkpoint.Store, ref string, opt checkpo
 	target := preview.Target
 	if c.Bool("dry-run") {
 		if o.JSON {
-			return target.ID, writeJSON(o, map[string]any{"checkpoint": toJSON(target), "dry_run": true,
-				"write": nonNil(preview.Write), "remove": nonNil(preview.Remove), "kept": keptJSON(preview.Kept)})
+			return target.ID, writeJSON(o, restoreJSON(preview, map[string]any{"checkpoint": toJSON(target), "dry_run": true}))
 		}
-		fmt.Fprintf(o.Stdout, "Would restore to checkpoint %s (%s): write %d, remove %d\n", target.Short(), target.Reason, len(preview.Write), len(preview.Remove))
-		for _, p := range preview.Write {
-			fmt.Fprintf(o.Stdout, "write\t%s\n", p)
+		summary := fmt.Sprintf("write %d, remove %d", len(preview.Write), len(preview.Remove))
+		for _, extra := range []struct {
+			verb  string
+			paths []string
+		}{{"make directory", preview.Mkdir}, {"remove directory", preview.Rmdir}, {"set the bits of", preview.Chmod}} {
+			if len(extra.paths) > 0 {
+				summary += fmt.Sprintf(", %s %d", extra.verb, len(extra.paths))
+			}
 		}
-		for _, p := range preview.Remove {
-			fmt.Fprintf(o.Stdout, "remove\t%s\n", p)
+		fmt.Fprintf(o.Stdout, "Would restore to checkpoint %s (%s): %s\n", target.Short(), target.Reason, summary)
+		for _, list := range []struct {
+			verb  string
+			paths []string
+		}{{"write", preview.Write}, {"remove", preview.Remove}, {"mkdir", preview.Mkdir}, {"rmdir", preview.Rmdir}, {"chmod", preview.Chmod}} {
+			for _, p := range list.paths {
+				fmt.Fprintf(o.Stdout, "%s\t%s\n", list.verb, p)
+			}
 		}
 		return target.ID, nil
 	}
@@ -530,13 +540,21 @@ func checkpointRestore(c *cli.Context) error {
 	target := res.Target
 	noteHeadMoved(o, res)
 	if o.JSON {
-		if err := writeJSON(o, map[string]any{"checkpoint": toJSON(target), "safety_checkpoint": toJSON(res.Safety),
-			"write": nonNil(res.Write), "remove": nonNil(res.Remove), "kept": keptJSON(res.Kept)}); err != nil {
+		if err := writeJSON(o, restoreJSON(res, map[string]any{"checkpoint": toJSON(target), "safety_checkpoint": toJSON(res.Safety)})); err != nil {
 			return err
 		}
 	} else {
 		fmt.Fprintf(o.Stdout, "Restored to checkpoint %s (%s). Safety checkpoint created at %s — use this to undo the restore.\n",
 			target.Short(), target.Reason, res.Safety.Short())
+	}
+	if n := len(res.Failed); n > 0 {
+		names := make([]string, n)
+		for i, f := range res.Failed {
+			names[i] = f.Path
+		}
+		return withHint(exitErrorf(exitFailure, "the restore is not complete: %s it was asked to write could not be written: %s (see the warnings above)",
+			plural(n, "path", "paths"), strings.Join(names, ", ")),
+			"undo it: rewind checkpoint restore "+res.Safety.Short()+" --yes")
 	}
 	if cmd := c.String("verify"); cmd != "" {
 		code, err := gitexec.User{Dir: s.WorkTree}.Run(c.Context, cmd, nil, o.Stderr, o.Stderr)
@@ -550,6 +568,15 @@ func checkpointRestore(c *cli.Context) error {
 		o.notef("verify: %q exited with status 0", cmd)
 	}
 	return nil
+}
+
+// restoreJSON is a restore's document: what it wrote, removed, made, set and
+// left alone, beside the fields given.
+func restoreJSON(res *checkpoint.Restored, doc map[string]any) map[string]any {
+	doc["write"], doc["remove"] = nonNil(res.Write), nonNil(res.Remove)
+	doc["mkdir"], doc["rmdir"], doc["chmod"] = nonNil(res.Mkdir), nonNil(res.Rmdir), nonNil(res.Chmod)
+	doc["kept"], doc["failed"] = keptJSON(res.Kept), keptJSON(res.Failed)
+	return doc
 }
 
 // keptJSON lists the paths a restore left alone, and why.
