@@ -564,29 +564,48 @@ func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, sessi
 		if err != nil {
 			return err
 		}
-		for _, out := range outcomes {
-			if out.Status != "completed" {
-				// The later waves were never sent: stamp them now, after everything
-				// this replay ran, so the next replay orders them after the failed
-				// wave and can resume from the checkpoint taken before it; and close
-				// their entries as `error` (not sent), so no later replay takes this
-				// stopped session for one still at work.
-				notSent := fmt.Sprintf("not sent: replay session %s stopped after seq %d failed", session, out.Job.Seq)
-				for _, later := range waves[i+1:] {
-					for _, j := range later.Jobs {
-						if err := replay.Restamp(j.DispatchFile, o.Now()); err != nil {
-							o.warnf("%v", err)
-						}
-						if _, err := manifest.After(src.dispatchDir, manifest.Completion{Seq: int64(j.Seq), Status: "error", Summary: &notSent}, o.Stderr); err != nil {
-							o.warnf("%v", err)
-						}
-					}
+		var failed *replay.Outcome
+		for k, out := range outcomes {
+			switch {
+			case out.NotSent:
+			case out.Status != "completed":
+				if failed == nil {
+					failed = &outcomes[k]
 				}
-				return withHint(exitErrorf(exitFailure, "seq %d (%s, phase %s) failed (exit status %d); the replay stopped with its state recorded in the manifest",
-					out.Job.Seq, orDash(out.Job.From.Role), orDash(out.Job.From.Phase), out.ExitCode),
-					"resume it again: rewind replay "+path)
+			default:
+				done++
 			}
-			done++
+		}
+		if failed != nil {
+			// The stop rule (see replay.Runner.RunWave): the jobs of this wave
+			// that never started and the later waves were never sent: stamp
+			// them now, after everything this replay ran, so the next replay
+			// orders them after the failed wave and can resume from the
+			// checkpoint taken before it; and close their entries as `error`
+			// (not sent), so no later replay takes this stopped session for one
+			// still at work.
+			notSent := fmt.Sprintf("not sent: replay session %s stopped after seq %d failed", session, failed.Job.Seq)
+			var unsent []replay.Job
+			for _, out := range outcomes {
+				if out.NotSent {
+					unsent = append(unsent, out.Job)
+				}
+			}
+			for _, later := range waves[i+1:] {
+				unsent = append(unsent, later.Jobs...)
+			}
+			for _, j := range unsent {
+				if err := replay.Restamp(j.DispatchFile, o.Now()); err != nil {
+					o.warnf("%v", err)
+				}
+				if _, err := manifest.After(src.dispatchDir, manifest.Completion{Seq: int64(j.Seq), Status: "error", Summary: &notSent}, o.Stderr); err != nil {
+					o.warnf("%v", err)
+				}
+				o.notef("seq %d (%s, replays %d): not sent", j.Seq, orDash(j.From.Role), j.ReplayOf)
+			}
+			return withHint(exitErrorf(exitFailure, "seq %d (%s, phase %s) failed (exit status %d); the replay stopped with its state recorded in the manifest",
+				failed.Job.Seq, orDash(failed.Job.From.Role), orDash(failed.Job.From.Phase), failed.ExitCode),
+				"resume it again: rewind replay "+path)
 		}
 	}
 	o.notef("replay %s complete: %d dispatches completed", session, done)
