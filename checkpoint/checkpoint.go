@@ -655,9 +655,13 @@ type Change struct {
 }
 
 // Prune evicts all but the newest keep checkpoints and packs the store,
-// returning the size of the store's repository before and after. (On a tiny
+// returning the size of the store's repository before and after. Where there
+// is no store it does nothing (it never creates one). (On a tiny
 // store, packing can cost more than the evicted objects freed.)
 func (s *Store) Prune(ctx context.Context, keep int) (evicted []*Checkpoint, before, after int64, err error) {
+	if !s.Exists() {
+		return nil, 0, 0, nil // nothing to prune: a prune never makes a store
+	}
 	unlock, err := s.begin(ctx, true)
 	if err != nil {
 		return nil, 0, 0, err

@@ -593,6 +593,14 @@ func checkpointPrune(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if !s.Exists() {
+		// Nothing to prune, and no store is made to prune it.
+		if o.JSON {
+			return writeJSON(o, map[string]any{"evicted": []string{}, "kept": keep, "bytes_before": 0, "bytes_after": 0, "bytes_reclaimed": 0})
+		}
+		fmt.Fprintf(o.Stdout, "Nothing to prune: %s has no checkpoint store yet (%s).\n", s.WorkTree, s.Dir)
+		return nil
+	}
 	if err := o.confirm(fmt.Sprintf("Prune the store of %s: evict all but the newest %d checkpoints and delete what only they held?", s.WorkTree, keep)); err != nil {
 		return err
 	}
