@@ -633,11 +633,12 @@ func (e *InterruptedError) Error() string {
 func (e *InterruptedError) Unwrap() error { return ErrInterrupted }
 
 // Hints says how to finish or undo the interrupted restore: finishing it is
-// the same restore again, with its --file paths.
+// the same restore again, with its --file paths, written from the work tree's
+// top (":/PATH") so that the command works from any directory.
 func (e *InterruptedError) Hints() []string {
 	var files strings.Builder
 	for _, f := range e.Files {
-		files.WriteString(" --file " + shellQuote(f))
+		files.WriteString(" --file " + shellQuote(":/"+f))
 	}
 	return []string{
 		fmt.Sprintf("finish it: rewind checkpoint restore %s%s --yes", e.Target, files.String()),

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -68,7 +69,7 @@ func checkpointCommand() *cli.Command {
 				Usage:     "bring the work tree back to a checkpoint, exactly (after a safety checkpoint)",
 				ArgsUsage: "REF",
 				Flags: []cli.Flag{
-					&cli.StringSliceFlag{Name: "file", Usage: "restore only this `PATH` (relative to the work tree; repeatable)"},
+					&cli.StringSliceFlag{Name: "file", Usage: "restore only this `PATH` (relative to the current directory, as git takes it; :/PATH from the work tree's top; repeatable)"},
 					&cli.BoolFlag{Name: "dry-run", Usage: "list what would be written and removed; change nothing"},
 					&cli.StringFlag{Name: "verify", Usage: "run `CMD` (sh -c, in the work tree) after restoring; a failure is exit 1"},
 					maxSize, wait,
@@ -508,7 +509,11 @@ func checkpointRestore(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	opt := checkpoint.RestoreOptions{Files: c.StringSlice("file"), MaxFileSize: max}
+	files, err := restoreFiles(c, o.WorkTree)
+	if err != nil {
+		return err
+	}
+	opt := checkpoint.RestoreOptions{Files: files, MaxFileSize: max}
 	note, err := branchMismatch(c, s, ref)
 	if err != nil {
 		return err
@@ -662,4 +667,59 @@ func checkpointStatus(c *cli.Context) error {
 	}
 	fmt.Fprintf(w, "health:      %s\n", health)
 	return nil
+}
+
+// restoreFiles turns the --file arguments into absolute paths as git takes a
+// path: relative to the current directory (to the work tree itself with
+// --work-tree/-C, or when the current directory is outside it), and, with a
+// leading ":/" (git's top-level magic), relative to the work tree's top. A
+// path outside the work tree is a usage error that says so.
+func restoreFiles(c *cli.Context, workTree string) ([]string, error) {
+	args := c.StringSlice("file")
+	if len(args) == 0 {
+		return nil, nil
+	}
+	base := workTree
+	if c.String("work-tree") == "" {
+		if wd, err := os.Getwd(); err == nil {
+			if real, err := filepath.EvalSymlinks(wd); err == nil {
+				wd = real
+			}
+			if within(workTree, wd) {
+				base = wd
+			}
+		}
+	}
+	var out []string
+	for _, p := range args {
+		var abs string
+		switch {
+		case strings.HasPrefix(p, ":/"):
+			abs = filepath.Join(workTree, p[2:])
+		case filepath.IsAbs(p):
+			abs = filepath.Clean(p)
+			// The work tree is a physical path: so must the argument's directory be.
+			if real, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+				abs = filepath.Join(real, filepath.Base(abs))
+			}
+		default:
+			abs = filepath.Join(base, p)
+		}
+		if !within(workTree, abs) {
+			from := ""
+			if !strings.HasPrefix(p, ":/") && !filepath.IsAbs(p) {
+				from = fmt.Sprintf(" (a relative --file is taken from %s, as git takes it)", base)
+			}
+			return nil, withHint(usageErrorf("--file %s is outside the work tree %s%s", p, workTree, from),
+				"name the path from the work tree's top with :/, for example: --file :/"+filepath.ToSlash(filepath.Base(abs)))
+		}
+		out = append(out, abs)
+	}
+	return out, nil
+}
+
+// within reports whether path is dir or lies below it (both clean and absolute).
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
