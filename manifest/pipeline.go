@@ -520,11 +520,19 @@ type FinishResult struct {
 	// DirGone: failed, and the dispatch directory was gone: nothing was
 	// copied, only the markers were removed.
 	DirGone bool
+	// NoLedger: the run never had a receipt ledger (crucible's skills append
+	// one; nothing in rewind writes it): the success cleanup copied the
+	// manifest alone.
+	NoLedger bool
 }
 
 // Finish ends the pipeline: the crucible cleanup of its dispatch directory
 // (see Cleanup; a directory already cleaned up is fine when its durable copy
-// exists), then the markers are removed. A refused cleanup keeps the markers.
+// exists), then the markers are removed. crucible's rule that the success
+// cleanup needs both the manifest and the receipt ledger stands for runs that
+// have a ledger; a run that never had one (nothing in rewind writes it) has
+// its manifest copied alone (NoLedger), and an empty dispatch directory (no
+// dispatch recorded) is deleted with nothing to copy. A refused cleanup keeps the markers.
 // With failed, a dispatch directory that is gone (a reboot emptied /tmp) has
 // nothing to copy: the markers are removed all the same, or they could never
 // be cleared.
@@ -538,7 +546,7 @@ func Finish(scratch string, failed bool) (*FinishResult, error) {
 	durable := filepath.Join(scratch, filepath.Base(filepath.Clean(dir)))
 	switch fi, err := os.Stat(dir); {
 	case dir != "" && err == nil && fi.IsDir():
-		msg, err := Cleanup(dir, scratch, failed)
+		msg, err := cleanupDir(dir, scratch, failed, true, &res.NoLedger)
 		if err != nil {
 			return nil, err
 		}

@@ -65,8 +65,9 @@ func pipelineCommand() *cli.Command {
 				Name:      "finish",
 				Usage:     "clean up the dispatch directory as crucible does and remove the markers",
 				ArgsUsage: " ",
-				Description: "Success: copies manifest.jsonl and receipt-ledger.jsonl (both must exist) to\n" +
-					"<scratch>/crucible-dispatch-<id>/ and deletes the dispatch directory. --failed: copies\n" +
+				Description: "Success: copies manifest.jsonl and receipt-ledger.jsonl to\n" +
+					"<scratch>/crucible-dispatch-<id>/ and deletes the dispatch directory (a run that never had\n" +
+					"a receipt ledger has its manifest copied alone, and says so). --failed: copies\n" +
 					"the whole dispatch directory there and leaves it in place. Then removes .pipeline-active\n" +
 					"and .dispatch-active-<id>. A refused cleanup keeps the markers. When the dispatch\n" +
 					"directory is gone, --failed copies nothing and removes the markers.",
@@ -287,6 +288,10 @@ func pipelineFinish(c *cli.Context) error {
 			return withHint(msg, "the markers are kept; the copy goes to <scratch>/<name of the dispatch directory>, "+
 				"so the scratch directory must lie outside the dispatch directory: check --scratch and REWIND_TMPDIR")
 		}
+		if de.NoManifest {
+			return withHint(msg, "the markers are kept; a success finish keeps only manifest.jsonl (and receipt-ledger.jsonl) and deletes the rest: "+
+				"rewind pipeline finish --failed copies the whole dispatch directory to the scratch directory and leaves it in place")
+		}
 		if de.DirMissing {
 			return withHint(msg, "the markers are kept; with the dispatch directory gone there is nothing to copy: "+
 				"rewind pipeline finish --failed removes the markers")
@@ -298,6 +303,10 @@ func pipelineFinish(c *cli.Context) error {
 		return markerError(err)
 	}
 	fmt.Fprintln(o.Stdout, res.Message)
+	if res.NoLedger && strings.HasPrefix(res.Message, "copied") {
+		o.notef("note: the run never had a receipt ledger: receipt-ledger.jsonl, one receipt per accepted dispatch, is written by crucible's skills, not by rewind; the copy holds the manifest alone")
+		o.hintf("readers of the finished run's receipts (crucible's post-run consumers) find none; rewind replay of it verifies commits and takes output dispatches on their manifest status, since the result files went with the dispatch directory")
+	}
 	return nil
 }
 
