@@ -456,6 +456,9 @@ func (s *Store) Create(ctx context.Context, opt CreateOptions) (*Created, error)
 // the store. With refuseInterrupted, an unfinished restore stops it: only a
 // restore may run on a half-restored work tree.
 func (s *Store) begin(ctx context.Context, refuseInterrupted bool) (func(), error) {
+	if err := s.refuseForeign("changing the store"); err != nil {
+		return nil, err
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return nil, err
