@@ -62,6 +62,7 @@ func TestScripts(t *testing.T) {
 				"REWIND_STORE=",
 				"REWIND_WORK_TREE=",
 				"REWIND_TRACE=",
+				"REWIND_PIPELINE_PID=",
 				"GIT_CONFIG_NOSYSTEM=1",
 				"GIT_CONFIG_GLOBAL="+filepath.Join(home, ".gitconfig"),
 				"GIT_TERMINAL_PROMPT=0",
