@@ -456,6 +456,9 @@ func (s *Store) Create(ctx context.Context, opt CreateOptions) (*Created, error)
 // the store. With refuseInterrupted, an unfinished restore stops it: only a
 // restore may run on a half-restored work tree.
 func (s *Store) begin(ctx context.Context, refuseInterrupted bool) (func(), error) {
+	if err := s.refuseForeign("changing the store"); err != nil {
+		return nil, err
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return nil, err
@@ -651,9 +654,13 @@ type Change struct {
 }
 
 // Prune evicts all but the newest keep checkpoints and packs the store,
-// returning the size of the store's repository before and after. (On a tiny
+// returning the size of the store's repository before and after. Where there
+// is no store it does nothing (it never creates one). (On a tiny
 // store, packing can cost more than the evicted objects freed.)
 func (s *Store) Prune(ctx context.Context, keep int) (evicted []*Checkpoint, before, after int64, err error) {
+	if !s.Exists() {
+		return nil, 0, 0, nil // nothing to prune: a prune never makes a store
+	}
 	unlock, err := s.begin(ctx, true)
 	if err != nil {
 		return nil, 0, 0, err

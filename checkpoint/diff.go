@@ -26,6 +26,9 @@ func (s *Store) Diff(ctx context.Context, ref, ref2, format string) (from *Check
 	} else {
 		// The work tree's state as a checkpoint would hold it; capturing
 		// updates the store's index, so it runs under the lock.
+		if err := s.refuseForeign("comparing with the work tree"); err != nil {
+			return nil, nil, nil, "", err
+		}
 		unlock, err := s.lock(ctx)
 		if err != nil {
 			return nil, nil, nil, "", err

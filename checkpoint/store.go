@@ -31,6 +31,10 @@ type Store struct {
 	Wait time.Duration
 	// Warn receives warnings (a moved-aside corrupt store, skipped files).
 	Warn func(string)
+	// Foreign is the work tree the store records when it was opened read-only
+	// for another one (OpenReadOnly): a moved or renamed project reading its
+	// old checkpoints. Every operation that writes the store refuses then.
+	Foreign string
 
 	dirOK sync.Map // capture's cache: directory -> no symlink or file above or at it
 }
@@ -133,6 +137,167 @@ func (s *Store) checkNotInGitDir() error {
 		return fmt.Errorf("%w: %s is in the project's git directory %s", ErrStoreInGitDir, s.Dir, gitDir)
 	}
 	return nil
+}
+
+// OpenReadOnly is Open for commands that only read the store (list, show,
+// diff between checkpoints, status): a store that records another work tree
+// (a moved or renamed project's) is opened all the same, with Foreign set,
+// and every operation that would write it refuses. It never creates a store.
+func OpenReadOnly(workTree, dir string) (*Store, error) {
+	s, err := Open(workTree, dir)
+	var fe *ForeignStoreError
+	if !errors.As(err, &fe) {
+		return s, err
+	}
+	if dir == "" {
+		home, _ := os.UserHomeDir()
+		dir = DefaultDir(home, workTree)
+	}
+	if isDir(filepath.Join(dir, "git")) {
+		return nil, err // rewind's earlier layout: only a writer may move it
+	}
+	return &Store{Dir: dir, WorkTree: workTree, Wait: 30 * time.Second, Foreign: fe.Recorded}, nil
+}
+
+// ReadOnlyError is an operation that writes the store, refused on a store
+// opened read-only for another work tree.
+type ReadOnlyError struct {
+	Store, Recorded, WorkTree, Op string
+}
+
+func (e *ReadOnlyError) Error() string {
+	return fmt.Sprintf("%s needs a store of %s's own; %s belongs to work tree %s", e.Op, e.WorkTree, e.Store, e.Recorded)
+}
+
+func (e *ReadOnlyError) Unwrap() error { return ErrForeignStore }
+
+func (s *Store) refuseForeign(op string) error {
+	if s.Foreign == "" {
+		return nil
+	}
+	return &ReadOnlyError{Store: s.Dir, Recorded: s.Foreign, WorkTree: s.WorkTree, Op: op}
+}
+
+// Recorded returns the work tree the store in dir records: rewind's record,
+// else the core.worktree of a repository crucible's procedure made, else
+// "(no record)"; ok is false when there is no store in dir.
+func Recorded(dir string) (workTree string, ok bool, err error) {
+	probe := &Store{Dir: dir}
+	if !probe.Exists() && !isDir(filepath.Join(dir, "git")) {
+		return "", false, nil
+	}
+	data, err := probe.readOwner()
+	if err == nil {
+		return strings.TrimSuffix(string(data), "\n"), true, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", true, err
+	}
+	if wt := probe.configWorkTree(); wt != "" {
+		return wt, true, nil
+	}
+	return "(no record)", true, nil
+}
+
+// AdoptOptions are the inputs of Adopt.
+type AdoptOptions struct {
+	From     string // the store directory to adopt
+	To       string // where it goes: From itself (adopt in place) or the work tree's default store
+	WorkTree string // the work tree that adopts it (absolute, symlinks resolved)
+	Wait     time.Duration
+}
+
+// Adopted says what Adopt did.
+type Adopted struct {
+	Previous    string // the work tree the store recorded
+	Checkpoints int
+	Moved       bool // the store moved from From to To
+}
+
+// ErrAdoptRefused means a store may not be adopted (see Adopt).
+var ErrAdoptRefused = errors.New("store not adopted")
+
+// AdoptError says why a store was not adopted.
+type AdoptError struct{ Why string }
+
+func (e *AdoptError) Error() string { return e.Why }
+
+func (e *AdoptError) Unwrap() error { return ErrAdoptRefused }
+
+// Adopt makes the store in o.From, recorded for another work tree (the same
+// project before it moved or was renamed), o.WorkTree's: under the store's
+// lock it records the new work tree (rewind-worktree, and core.worktree when
+// crucible's procedure set one; the previous record is kept in
+// rewind-adopted-from), then moves the store to o.To when that differs. It
+// refuses when the recorded work tree still exists and is another directory
+// (a different project, or a copy: its checkpoints are its own), and when
+// o.To already holds something. A crash between the two steps leaves a store
+// recording the new work tree at the old place, which adopting again moves.
+func Adopt(ctx context.Context, o AdoptOptions) (*Adopted, error) {
+	recorded, ok, err := Recorded(o.From)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, &AdoptError{fmt.Sprintf("no checkpoint store at %s", o.From)}
+	}
+	if recorded != o.WorkTree && recorded != "(no record)" && isDir(recorded) && !samePath(recorded, o.WorkTree) {
+		return nil, &AdoptError{fmt.Sprintf("the store %s belongs to %s, which still exists and is another directory than %s: its checkpoints are that project's (refusing)", o.From, recorded, o.WorkTree)}
+	}
+	moving := filepath.Clean(o.From) != filepath.Clean(o.To)
+	if moving {
+		if entries, err := os.ReadDir(o.To); err == nil && len(entries) > 0 {
+			return nil, &AdoptError{fmt.Sprintf("%s already has a store at %s (refusing: adopting would replace it)", o.WorkTree, o.To)}
+		} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	}
+	s := &Store{Dir: o.From, WorkTree: o.WorkTree, Wait: o.Wait}
+	if err := s.upgrade(); err != nil { // rewind's earlier layout: moved first, under its own lock
+		return nil, err
+	}
+	// The lock is held through the move: a flock belongs to the open file,
+	// which a rename of its directory does not touch.
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	cps, err := s.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &Adopted{Previous: recorded, Checkpoints: len(cps), Moved: moving}
+	if recorded != o.WorkTree {
+		note := fmt.Sprintf("%s\nadopted by %s at %s\n", recorded, o.WorkTree, time.Now().UTC().Format(time.RFC3339))
+		if err := writeAtomic(filepath.Join(o.From, "rewind-adopted-from"), []byte(note), 0o600); err != nil {
+			return nil, err
+		}
+		if s.configWorkTree() != "" {
+			if _, err := s.git().Run(ctx, "config", "--file", filepath.Join(s.gitDir(), "config"), "core.worktree", o.WorkTree); err != nil {
+				return nil, err
+			}
+		}
+		if err := writeAtomic(s.ownerFile(), []byte(o.WorkTree+"\n"), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	if !moving {
+		return res, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(o.To), 0o700); err != nil {
+		return nil, err
+	}
+	// An empty directory in the way (a read that made it) goes first.
+	if err := os.Remove(o.To); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if err := os.Rename(o.From, o.To); err != nil {
+		return nil, fmt.Errorf("moving the store to %s: %w (it records %s already; adopting again finishes the move)", o.To, err, o.WorkTree)
+	}
+	syncDir(filepath.Dir(o.To))
+	syncDir(filepath.Dir(o.From))
+	return res, nil
 }
 
 // The store directory is itself the git directory, as crucible's checkpoint
@@ -654,11 +819,12 @@ func (e *InterruptedError) Error() string {
 func (e *InterruptedError) Unwrap() error { return ErrInterrupted }
 
 // Hints says how to finish or undo the interrupted restore: finishing it is
-// the same restore again, with its --file paths.
+// the same restore again, with its --file paths, written from the work tree's
+// top (":/PATH") so that the command works from any directory.
 func (e *InterruptedError) Hints() []string {
 	var files strings.Builder
 	for _, f := range e.Files {
-		files.WriteString(" --file " + shellQuote(f))
+		files.WriteString(" --file " + shellQuote(":/"+f))
 	}
 	return []string{
 		fmt.Sprintf("finish it: rewind checkpoint restore %s%s --yes", e.Target, files.String()),

@@ -23,6 +23,15 @@ import (
 // returns dispatch.py's message. A --failed copy that could not copy some
 // entries returns the message and a *CopyFailures naming each.
 func Cleanup(dir, scratch string, failed bool) (string, error) {
+	var noLedger bool
+	return cleanupDir(dir, scratch, failed, false, &noLedger)
+}
+
+// cleanupDir is Cleanup; with ledgerOptional (pipeline finish), a success
+// cleanup of a run that never had a receipt ledger copies the manifest alone
+// and sets *noLedger, and a dispatch directory with nothing in it (no
+// dispatch was recorded) is deleted with nothing to copy.
+func cleanupDir(dir, scratch string, failed, ledgerOptional bool, noLedger *bool) (string, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return "", dirMissing(dir)
 	}
@@ -51,6 +60,34 @@ func Cleanup(dir, scratch string, failed bool) (string, error) {
 	}
 	manifest := filepath.Join(dir, FileName)
 	ledger := filepath.Join(dir, LedgerName)
+	if ledgerOptional && !exists(ledger) {
+		if !exists(manifest) {
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				return "", refuse("dispatch cleanup: %v", unwrapPath(err))
+			}
+			if len(entries) > 0 {
+				return "", &DispatchError{NoManifest: true, Msg: fmt.Sprintf("dispatch cleanup: %s has no manifest.jsonl, so no dispatch was recorded, but it holds %d entr%s (refusing: deleting it would keep none of them)",
+					dir, len(entries), plural(len(entries), "y", "ies"))}
+			}
+			if err := os.Remove(dir); err != nil {
+				return "", refuse("dispatch cleanup: delete %s: %v", dir, unwrapPath(err))
+			}
+			*noLedger = true
+			return fmt.Sprintf("nothing to copy: no dispatch was recorded in %s; deleted it", dir), nil
+		}
+		if err := os.MkdirAll(dst, 0o777); err != nil {
+			return "", refuse("dispatch cleanup: %v", err)
+		}
+		if err := copyFileAtomic(manifest, filepath.Join(dst, FileName)); err != nil {
+			return "", refuse("dispatch cleanup: copy %s: %v", FileName, unwrapPath(err))
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return "", refuse("dispatch cleanup: delete %s: %v", dir, unwrapPath(err))
+		}
+		*noLedger = true
+		return fmt.Sprintf("copied manifest.jsonl to %s (the run has no receipt-ledger.jsonl); deleted %s", dst, dir), nil
+	}
 	if !exists(manifest) || !exists(ledger) {
 		return "", refuse("dispatch cleanup: both manifest.jsonl and receipt-ledger.jsonl must exist before deleting the dispatch dir (refusing)")
 	}

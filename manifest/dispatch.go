@@ -33,6 +33,9 @@ type DispatchError struct {
 	Inside bool
 	// Foreign: the refusal is that another user owns the dispatch directory.
 	Foreign bool
+	// NoManifest: the refusal is that a dispatch directory holding files has
+	// no manifest.jsonl (pipeline finish).
+	NoManifest bool
 }
 
 func (e *DispatchError) Error() string { return e.Msg }

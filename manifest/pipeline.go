@@ -42,7 +42,12 @@ type Marker struct {
 	DispatchDir string
 	Branch      *string // nil: unknown (not a git repository)
 	BaselineSHA *string
-	extra       []kv // keys rewind does not know, kept in order
+	// PID is the process whose life is the pipeline's (the shell that ran
+	// `pipeline start`, or the one --pid names), Host the host it runs on;
+	// 0 and "" when not recorded (crucible's own markers record neither).
+	PID   int64
+	Host  string
+	extra []kv // keys rewind does not know, kept in order
 }
 
 type kv struct {
@@ -115,6 +120,18 @@ func ParseMarker(path string, data []byte) (*Marker, error) {
 			m.Branch = ptr(val)
 		case "baseline_sha":
 			m.BaselineSHA = ptr(val)
+		case "pid":
+			if val.Type == gjson.Number && val.Int() > 0 && val.Raw == strconv.FormatInt(val.Int(), 10) {
+				m.PID = val.Int()
+			} else {
+				m.extra = append(m.extra, kv{k.Str, AppendValue(nil, val)})
+			}
+		case "host":
+			if val.Type == gjson.String {
+				m.Host = val.Str
+			} else {
+				m.extra = append(m.extra, kv{k.Str, AppendValue(nil, val)})
+			}
 		default:
 			m.extra = append(m.extra, kv{k.Str, AppendValue(nil, val)})
 		}
@@ -134,10 +151,48 @@ func (m *Marker) Encode() []byte {
 	r.Set("dispatch_dir", Str(m.DispatchDir))
 	r.Set("branch", StrPtr(m.Branch))
 	r.Set("baseline_sha", StrPtr(m.BaselineSHA))
+	if m.PID > 0 {
+		r.Set("pid", []byte(strconv.FormatInt(m.PID, 10)))
+	}
+	if m.Host != "" {
+		r.Set("host", Str(m.Host))
+	}
 	for _, e := range m.extra {
 		r.Set(e.key, e.val)
 	}
 	return append(r.Bytes(), '\n')
+}
+
+// Liveness is what can be told of a marker's pipeline process.
+type Liveness int
+
+const (
+	// LivenessUnknown: the marker records no process, or one on another host.
+	LivenessUnknown Liveness = iota
+	// Running: the recorded process is alive on this host.
+	Running
+	// Gone: the recorded process on this host has exited: the pipeline
+	// crashed or was killed without finishing.
+	Gone
+)
+
+// Liveness says whether the pipeline's recorded process still runs; host is
+// this host's name.
+func (m *Marker) Liveness(host string) Liveness {
+	if m.PID <= 0 || m.Host == "" || m.Host != host {
+		return LivenessUnknown
+	}
+	if processAlive(m.PID) {
+		return Running
+	}
+	return Gone
+}
+
+func liveness(m *Marker, host string) Liveness {
+	if m == nil {
+		return LivenessUnknown
+	}
+	return m.Liveness(host)
 }
 
 // WriteMarker writes <scratch>/.pipeline-active atomically.
@@ -172,7 +227,9 @@ type StartOptions struct {
 	Now     time.Time
 	Branch  *string // read from the project by the caller
 	SHA     *string
-	Force   bool // archive another session's marker instead of refusing
+	Force   bool   // archive another session's marker instead of refusing
+	PID     int64  // the pipeline's process (0: none recorded)
+	Host    string // this host's name
 }
 
 // StartResult says what Start did.
@@ -193,6 +250,10 @@ type CrashedError struct {
 	Scratch  string
 	Marker   *Marker // nil when the marker is unreadable
 	Unusable error   // why it is unreadable
+	// Live is what the marker's process tells: Running (alive on this host:
+	// the pipeline has not crashed, it still runs), Gone (it exited), or
+	// unknown.
+	Live Liveness
 }
 
 func (e *CrashedError) Error() string {
@@ -200,6 +261,10 @@ func (e *CrashedError) Error() string {
 		return fmt.Sprintf("%s holds an unreadable %s (%v)", e.Scratch, ActiveMarker, e.Unusable)
 	}
 	m := e.Marker
+	if e.Live == Running {
+		return fmt.Sprintf("%s pipeline %s (started %s on branch %s) is still running: its process %d on this host is alive",
+			orNone(m.Skill), m.PipelineID, orNone(m.StartTime), ptrOrUnknown(m.Branch), m.PID)
+	}
 	phase := m.Phase
 	if phase == "" {
 		phase = "(none)"
@@ -208,8 +273,19 @@ func (e *CrashedError) Error() string {
 	if m.Branch != nil {
 		branch = *m.Branch
 	}
-	return fmt.Sprintf("previous %s pipeline %s (started %s on branch %s) crashed at phase %s",
-		orNone(m.Skill), m.PipelineID, orNone(m.StartTime), branch, phase)
+	gone := ""
+	if e.Live == Gone {
+		gone = fmt.Sprintf(" (its process %d on this host has exited)", m.PID)
+	}
+	return fmt.Sprintf("previous %s pipeline %s (started %s on branch %s) crashed at phase %s%s",
+		orNone(m.Skill), m.PipelineID, orNone(m.StartTime), branch, phase, gone)
+}
+
+func ptrOrUnknown(p *string) string {
+	if p == nil {
+		return "(unknown)"
+	}
+	return *p
 }
 
 func orNone(s string) string {
@@ -249,7 +325,8 @@ func Start(o StartOptions) (*StartResult, error) {
 		if err != nil && !errors.As(err, &merr) {
 			return nil, err
 		}
-		return nil, &CrashedError{Scratch: o.Scratch, Marker: old, Unusable: err}
+		return nil, &CrashedError{Scratch: o.Scratch, Marker: old, Unusable: err,
+			Live: liveness(old, o.Host)}
 	}
 	session, dir, err := createDispatchDir(o.TmpDir, o.Scratch, o.Session, o.Now)
 	if err != nil {
@@ -271,6 +348,8 @@ func Start(o StartOptions) (*StartResult, error) {
 		DispatchDir: dir,
 		Branch:      o.Branch,
 		BaselineSHA: o.SHA,
+		PID:         o.PID,
+		Host:        o.Host,
 	}
 	// The dispatch marker first: a crash between the two leaves no
 	// .pipeline-active pointing at nothing.
@@ -441,11 +520,19 @@ type FinishResult struct {
 	// DirGone: failed, and the dispatch directory was gone: nothing was
 	// copied, only the markers were removed.
 	DirGone bool
+	// NoLedger: the run never had a receipt ledger (crucible's skills append
+	// one; nothing in rewind writes it): the success cleanup copied the
+	// manifest alone.
+	NoLedger bool
 }
 
 // Finish ends the pipeline: the crucible cleanup of its dispatch directory
 // (see Cleanup; a directory already cleaned up is fine when its durable copy
-// exists), then the markers are removed. A refused cleanup keeps the markers.
+// exists), then the markers are removed. crucible's rule that the success
+// cleanup needs both the manifest and the receipt ledger stands for runs that
+// have a ledger; a run that never had one (nothing in rewind writes it) has
+// its manifest copied alone (NoLedger), and an empty dispatch directory (no
+// dispatch recorded) is deleted with nothing to copy. A refused cleanup keeps the markers.
 // With failed, a dispatch directory that is gone (a reboot emptied /tmp) has
 // nothing to copy: the markers are removed all the same, or they could never
 // be cleared.
@@ -459,7 +546,7 @@ func Finish(scratch string, failed bool) (*FinishResult, error) {
 	durable := filepath.Join(scratch, filepath.Base(filepath.Clean(dir)))
 	switch fi, err := os.Stat(dir); {
 	case dir != "" && err == nil && fi.IsDir():
-		msg, err := Cleanup(dir, scratch, failed)
+		msg, err := cleanupDir(dir, scratch, failed, true, &res.NoLedger)
 		if err != nil {
 			return nil, err
 		}

@@ -155,7 +155,8 @@ func EstimatedTokens(chars int64) int64 { return chars / 4 }
 // ComputeStats aggregates the authoritative entries: characters in and out,
 // dispatches by tier and status (a seq a replay superseded counts as
 // "replayed"; its characters still count: it ran), rework (an earlier failed or error entry of a
-// seq followed by a retry), and per phase the dispatch count and the sum of
+// seq followed by a retry under the same seq, or a failed or error dispatch
+// a replay took over), and per phase the dispatch count and the sum of
 // duration_s.
 func ComputeStats(ix *Index) (*Stats, error) {
 	if len(ix.slots) == 0 {
@@ -233,8 +234,16 @@ func ComputeStats(ix *Index) (*Stats, error) {
 		st.ByTier = append(st.ByTier, tc)
 	}
 	for i := range ix.slots {
-		if n := ix.slots[i].rework; n > 0 {
-			st.Rework += int(n)
+		n := int(ix.slots[i].rework)
+		// A failed dispatch a replay took over was redone too: rework, as a
+		// retry under the same seq is.
+		if status := ix.statuses[ix.slots[i].status]; status == "failed" || status == "error" {
+			if _, superseded := ix.ReplayedBy(ix.slots[i].seq); superseded {
+				n++
+			}
+		}
+		if n > 0 {
+			st.Rework += n
 			st.ReworkSeqs = append(st.ReworkSeqs, ix.slots[i].seq)
 		}
 	}

@@ -44,7 +44,8 @@ type Outcome struct {
 	ExitCode    int
 	Summary     string
 	OutputChars int
-	Duration    int // whole seconds
+	Duration    int  // whole seconds
+	NotSent     bool // the stop rule kept it from starting (see RunWave)
 }
 
 // Wave is a set of jobs that may run in parallel, and the checkpoint reason to
@@ -154,6 +155,13 @@ func (r Runner) Run(ctx context.Context, j Job) (Outcome, error) {
 // RunWave runs a wave's jobs, at most r.Jobs at a time, and calls record for
 // each outcome as it arrives (record is never called concurrently). It returns
 // the outcomes in job order.
+//
+// The stop rule: once a job of the wave has failed, no other job starts. With
+// --jobs 1 that means the jobs after the failed one are never sent; with
+// --jobs N the jobs already running when it failed run to their end (an agent
+// is never killed halfway through its work) and are recorded, and the jobs
+// still waiting for a slot are never sent. A job never sent has NotSent set
+// and no other field but Job.
 func (r Runner) RunWave(ctx context.Context, g Wave, record func(Outcome) error) ([]Outcome, error) {
 	limit := r.Jobs
 	if limit < 1 {
@@ -163,16 +171,30 @@ func (r Runner) RunWave(ctx context.Context, g Wave, record func(Outcome) error)
 	errs := make([]error, len(g.Jobs))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	stopped := false
 	sem := make(chan struct{}, limit)
 	for i, j := range g.Jobs {
-		wg.Add(1)
 		sem <- struct{}{}
+		mu.Lock()
+		stop := stopped
+		mu.Unlock()
+		if stop {
+			<-sem
+			outcomes[i] = Outcome{Job: j, NotSent: true}
+			continue
+		}
+		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
 			o, err := r.Run(ctx, j)
 			mu.Lock()
 			defer mu.Unlock()
+			// Stopped before the record is written: a job waiting for a slot
+			// sees the failure before the slot frees.
+			if err != nil || o.Status != "completed" {
+				stopped = true
+			}
 			if err == nil {
 				err = record(o)
 			}

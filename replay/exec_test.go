@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -85,5 +86,41 @@ func TestRunnerRunsAgents(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dd); len(entries) != 3 || strings.HasPrefix(entries[0].Name(), ".rewind-tmp") {
 		t.Errorf("dispatch dir holds %d entries", len(entries))
+	}
+}
+
+// The stop rule with one job at a time: once a job fails, the later jobs of
+// the wave are never started, and come back NotSent, unrecorded.
+func TestRunWaveStopsAfterFailure(t *testing.T) {
+	wt, dd := t.TempDir(), t.TempDir()
+	r := Runner{Command: `touch "$REWIND_WORK_TREE/ran-$REWIND_SEQ"; [ "$REWIND_SEQ" != 12 ]`, WorkTree: wt, DispatchDir: dd, Session: "s1", Jobs: 1}
+	var w Wave
+	for seq := 11; seq <= 14; seq++ {
+		file := filepath.Join(dd, fmt.Sprintf("%d-implementer.md", seq))
+		write(t, file, "# Dispatch: implementer\n")
+		w.Jobs = append(w.Jobs, Job{Seq: seq, ReplayOf: seq - 10, From: att(seq-10, "implementer", "3", "dispatched", 51), DispatchFile: file})
+	}
+	var recorded []int
+	outs, err := r.RunWave(context.Background(), w, func(o Outcome) error { recorded = append(recorded, o.Job.Seq); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"completed", "failed", "not sent", "not sent"}
+	for i, o := range outs {
+		got := o.Status
+		if o.NotSent {
+			got = "not sent"
+		}
+		if got != want[i] || o.Job.Seq != 11+i {
+			t.Errorf("job %d: %s (%+v), want %s", 11+i, got, o, want[i])
+		}
+	}
+	if fmt.Sprint(recorded) != "[11 12]" {
+		t.Errorf("recorded %v, want [11 12]", recorded)
+	}
+	for _, seq := range []int{13, 14} {
+		if _, err := os.Stat(filepath.Join(wt, fmt.Sprintf("ran-%d", seq))); err == nil {
+			t.Errorf("seq %d ran after seq 12 failed", seq)
+		}
 	}
 }

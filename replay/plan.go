@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -328,9 +329,29 @@ func (p *Plan) split(ds []Dispatch, t time.Time) {
 	}
 }
 
-// crashPoint says where the pipeline stopped: the newest dispatch that is not
-// done, else the dispatch that failed verification.
+// crashPoint says where the pipeline stopped: its earliest failure (a
+// dispatch whose newest attempt failed or ended in error; later failures are
+// named after it), else the newest dispatch in flight, else the dispatch that
+// failed verification.
 func (p *Plan) crashPoint(ds []Dispatch, problem int) {
+	var failures []int
+	for i, d := range ds {
+		if st := d.Latest().Status; !d.Done() && (st == "failed" || st == "error") {
+			failures = append(failures, i)
+		}
+	}
+	if len(failures) > 0 {
+		first := ds[failures[0]]
+		p.CrashPhase, p.CrashContext = first.Phase(), describe(first.Latest())
+		if len(failures) > 1 {
+			var later []string
+			for _, i := range failures[1:] {
+				later = append(later, fmt.Sprintf("seq %d", ds[i].Latest().Seq))
+			}
+			p.CrashContext += fmt.Sprintf(", the first of %d failures (later: %s)", len(failures), strings.Join(later, ", "))
+		}
+		return
+	}
 	for i := len(ds) - 1; i >= 0; i-- {
 		if !ds[i].Done() {
 			a := ds[i].Latest()

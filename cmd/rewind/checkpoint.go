@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -68,7 +70,7 @@ func checkpointCommand() *cli.Command {
 				Usage:     "bring the work tree back to a checkpoint, exactly (after a safety checkpoint)",
 				ArgsUsage: "REF",
 				Flags: []cli.Flag{
-					&cli.StringSliceFlag{Name: "file", Usage: "restore only this `PATH` (relative to the work tree; repeatable)"},
+					&cli.StringSliceFlag{Name: "file", Usage: "restore only this `PATH` (relative to the current directory, as git takes it; :/PATH from the work tree's top; repeatable)"},
 					&cli.BoolFlag{Name: "dry-run", Usage: "list what would be written and removed; change nothing"},
 					&cli.StringFlag{Name: "verify", Usage: "run `CMD` (sh -c, in the work tree) after restoring; a failure is exit 1"},
 					maxSize, wait,
@@ -84,6 +86,22 @@ func checkpointCommand() *cli.Command {
 					wait,
 				},
 				Action: checkpointPrune,
+			},
+			{
+				Name:      "adopt",
+				Usage:     "make the store of this project's old path (moved or renamed) this work tree's",
+				ArgsUsage: " ",
+				Description: "With --from OLD_PATH, the store of the work tree that was at OLD_PATH (its default\n" +
+					"location) is recorded for this work tree and moved to this work tree's default location;\n" +
+					"with --store DIR, the store in DIR is recorded for this work tree and stays where it is.\n" +
+					"Refused when the old path still exists and is another directory (a different project, or a\n" +
+					"copy: its checkpoints are its own), and when this work tree has a store already. Asks for\n" +
+					"confirmation (--yes without a terminal). list, show and diff read such a store without it.",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "from", Usage: "the project's old `PATH` (where it was when its checkpoints were taken)"},
+					wait,
+				},
+				Action: checkpointAdopt,
 			},
 			{
 				Name:      "status",
@@ -111,6 +129,136 @@ func openStore(c *cli.Context) (*checkpoint.Store, error) {
 		s.Wait = c.Duration("wait")
 	}
 	return s, nil
+}
+
+// openStoreReadOnly opens the store for a command that only reads it (list,
+// show, diff, status): a store recorded for another work tree, a moved or
+// renamed project's, is read with a note saying how to adopt it.
+func openStoreReadOnly(c *cli.Context) (*checkpoint.Store, error) {
+	o := opts(c)
+	s, err := checkpoint.OpenReadOnly(o.WorkTree, o.Store)
+	if err != nil {
+		return nil, err
+	}
+	s.Warn = func(msg string) { o.warnf("%s", msg) }
+	if o.NowSet {
+		s.Now = o.Now
+	}
+	if c.IsSet("wait") {
+		s.Wait = c.Duration("wait")
+	}
+	if s.Foreign != "" {
+		o.notef("note: the store %s belongs to work tree %s, not %s; reading it only (to make it this work tree's: %s)",
+			s.Dir, s.Foreign, s.WorkTree, adoptCommand(s.Dir, s.Foreign))
+	}
+	return s, nil
+}
+
+// adoptCommand is the command that adopts the store in dir, recorded for the
+// work tree old: --from when dir is old's default store, else --store.
+func adoptCommand(dir, old string) string {
+	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(old) && filepath.Clean(checkpoint.DefaultDir(home, old)) == filepath.Clean(dir) {
+		return "rewind checkpoint adopt --from " + shellArg(old)
+	}
+	return "rewind checkpoint adopt --store " + shellArg(dir)
+}
+
+// shellArg quotes s for a command line a user can paste, when it needs it.
+func shellArg(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:@%+,", r))
+	}) < 0 {
+		return s
+	}
+	return shellQuote(s)
+}
+
+func checkpointAdopt(c *cli.Context) error {
+	o := opts(c)
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	from := c.String("from")
+	if (from == "") == (o.Store == "") {
+		return withHint(usageErrorf("checkpoint adopt needs the old store: --from OLD_PATH (the project's old path) or --store DIR, not both"),
+			"for a project moved from /old/path: rewind checkpoint adopt --from /old/path")
+	}
+	home, _ := os.UserHomeDir()
+	var src, dst string
+	if from != "" {
+		abs, err := filepath.Abs(from)
+		if err != nil {
+			return usageErrorf("--from %q: %v", from, err)
+		}
+		from = abs
+		if home == "" {
+			return errors.New("no home directory for the default store; pass --store")
+		}
+		src, dst = checkpoint.DefaultDir(home, from), checkpoint.DefaultDir(home, o.WorkTree)
+		if filepath.Clean(src) == filepath.Clean(dst) {
+			return usageErrorf("--from %s is this work tree", from)
+		}
+	} else {
+		src, dst = o.Store, o.Store
+	}
+	recorded, ok, err := checkpoint.Recorded(src)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if from != "" {
+			return withHint(exitErrorf(exitFailure, "no checkpoint store for %s (looked in %s)", from, src),
+				"the project's old path is the one its checkpoints were taken in, as `rewind checkpoint status` printed it there")
+		}
+		return exitErrorf(exitFailure, "no checkpoint store in %s", src)
+	}
+	if from != "" && recorded != from && recorded != o.WorkTree && recorded != "(no record)" {
+		return exitErrorf(exitGuard, "the store %s records work tree %s, not %s (refusing)", src, recorded, from)
+	}
+	if recorded == o.WorkTree && src == dst {
+		if o.JSON {
+			return writeJSON(o, map[string]any{"store": dst, "work_tree": o.WorkTree, "previous": recorded, "adopted": false, "moved": false, "checkpoints": nil})
+		}
+		fmt.Fprintf(o.Stdout, "The store %s is %s's already; nothing to do.\n", dst, o.WorkTree)
+		return nil
+	}
+	where := "it stays where it is"
+	if src != dst {
+		where = "it moves to " + dst
+	}
+	if err := o.confirm(fmt.Sprintf("Adopt the checkpoint store of %s (%s) for %s? %s, and it records %s from now on.", recorded, src, o.WorkTree, strings.ToUpper(where[:1])+where[1:], o.WorkTree)); err != nil {
+		return err
+	}
+	wait := 30 * time.Second
+	if c.IsSet("wait") {
+		wait = c.Duration("wait")
+	}
+	res, err := checkpoint.Adopt(c.Context, checkpoint.AdoptOptions{From: src, To: dst, WorkTree: o.WorkTree, Wait: wait})
+	if err != nil {
+		var ae *checkpoint.AdoptError
+		if errors.As(err, &ae) && from != "" && strings.Contains(ae.Why, "still exists") {
+			return withHint(err, "its checkpoints can be read without adopting them: rewind checkpoint list --store "+shellArg(src),
+				"if "+from+" is an old copy you no longer need, move it away first")
+		}
+		if errors.As(err, &ae) && strings.Contains(ae.Why, "already has a store") {
+			return withHint(err, "read the old checkpoints without adopting them: rewind checkpoint list --store "+shellArg(src))
+		}
+		return err
+	}
+	if o.JSON {
+		return writeJSON(o, map[string]any{"store": dst, "work_tree": o.WorkTree, "previous": res.Previous, "adopted": true, "moved": res.Moved, "checkpoints": res.Checkpoints})
+	}
+	where = "it stays in " + dst
+	if res.Moved {
+		where = "it moved to " + dst
+	}
+	fmt.Fprintf(o.Stdout, "Adopted the checkpoint store of %s (%s) for %s; %s.\n", res.Previous, plural(res.Checkpoints, "checkpoint", "checkpoints"), o.WorkTree, where)
+	if from != "" {
+		if mem := filepath.Join(filepath.Dir(filepath.Dir(src)), "memory"); isDir(mem) {
+			o.notef("note: the old path's pipeline scratch directory %s stays where it is; rewind replay %s reads it", mem, shellArg(mem))
+		}
+	}
+	return nil
 }
 
 func warnInterrupted(o *options, s *checkpoint.Store) {
@@ -258,7 +406,7 @@ func checkpointList(c *cli.Context) error {
 	if c.Int("limit") < 0 {
 		return usageErrorf("invalid --limit %d: want 0 (all) or more", c.Int("limit"))
 	}
-	s, err := openStore(c)
+	s, err := openStoreReadOnly(c)
 	if err != nil {
 		return err
 	}
@@ -331,7 +479,7 @@ func checkpointShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := openStore(c)
+	s, err := openStoreReadOnly(c)
 	if err != nil {
 		return err
 	}
@@ -400,7 +548,7 @@ func checkpointDiff(c *cli.Context) error {
 	} else if c.Bool("patch") {
 		format = "patch"
 	}
-	s, err := openStore(c)
+	s, err := openStoreReadOnly(c)
 	if err != nil {
 		return err
 	}
@@ -518,7 +666,11 @@ func checkpointRestore(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	opt := checkpoint.RestoreOptions{Files: c.StringSlice("file"), MaxFileSize: max}
+	files, err := restoreFiles(c, o.WorkTree)
+	if err != nil {
+		return err
+	}
+	opt := checkpoint.RestoreOptions{Files: files, MaxFileSize: max}
 	note, err := branchMismatch(c, s, ref)
 	if err != nil {
 		return err
@@ -620,6 +772,14 @@ func checkpointPrune(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if !s.Exists() {
+		// Nothing to prune, and no store is made to prune it.
+		if o.JSON {
+			return writeJSON(o, map[string]any{"evicted": []string{}, "kept": keep, "bytes_before": 0, "bytes_after": 0, "bytes_reclaimed": 0})
+		}
+		fmt.Fprintf(o.Stdout, "Nothing to prune: %s has no checkpoint store yet (%s).\n", s.WorkTree, s.Dir)
+		return nil
+	}
 	if err := o.confirm(fmt.Sprintf("Prune the store of %s: evict all but the newest %d checkpoints and delete what only they held?", s.WorkTree, keep)); err != nil {
 		return err
 	}
@@ -643,7 +803,7 @@ func checkpointStatus(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	s, err := openStore(c)
+	s, err := openStoreReadOnly(c)
 	if err != nil {
 		return err
 	}
@@ -681,4 +841,59 @@ func checkpointStatus(c *cli.Context) error {
 	}
 	fmt.Fprintf(w, "health:      %s\n", health)
 	return nil
+}
+
+// restoreFiles turns the --file arguments into absolute paths as git takes a
+// path: relative to the current directory (to the work tree itself with
+// --work-tree/-C, or when the current directory is outside it), and, with a
+// leading ":/" (git's top-level magic), relative to the work tree's top. A
+// path outside the work tree is a usage error that says so.
+func restoreFiles(c *cli.Context, workTree string) ([]string, error) {
+	args := c.StringSlice("file")
+	if len(args) == 0 {
+		return nil, nil
+	}
+	base := workTree
+	if c.String("work-tree") == "" {
+		if wd, err := os.Getwd(); err == nil {
+			if real, err := filepath.EvalSymlinks(wd); err == nil {
+				wd = real
+			}
+			if within(workTree, wd) {
+				base = wd
+			}
+		}
+	}
+	var out []string
+	for _, p := range args {
+		var abs string
+		switch {
+		case strings.HasPrefix(p, ":/"):
+			abs = filepath.Join(workTree, p[2:])
+		case filepath.IsAbs(p):
+			abs = filepath.Clean(p)
+			// The work tree is a physical path: so must the argument's directory be.
+			if real, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+				abs = filepath.Join(real, filepath.Base(abs))
+			}
+		default:
+			abs = filepath.Join(base, p)
+		}
+		if !within(workTree, abs) {
+			from := ""
+			if !strings.HasPrefix(p, ":/") && !filepath.IsAbs(p) {
+				from = fmt.Sprintf(" (a relative --file is taken from %s, as git takes it)", base)
+			}
+			return nil, withHint(usageErrorf("--file %s is outside the work tree %s%s", p, workTree, from),
+				"name the path from the work tree's top with :/, for example: --file :/"+filepath.ToSlash(filepath.Base(abs)))
+		}
+		out = append(out, abs)
+	}
+	return out, nil
+}
+
+// within reports whether path is dir or lies below it (both clean and absolute).
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

@@ -79,11 +79,20 @@ func classify(err error) (int, []string) {
 	var busy *checkpoint.BusyError
 	var refErr *checkpoint.RefError
 	var interrupted *checkpoint.InterruptedError
+	var readOnly *checkpoint.ReadOnlyError
+	var foreign *checkpoint.ForeignStoreError
+	var adopt *checkpoint.AdoptError
 	switch {
+	case errors.As(err, &adopt):
+		return exitGuard, nil
 	case errors.As(err, &busy):
 		return exitBusy, []string{"wait for it to finish, or pass a longer --wait"}
-	case errors.Is(err, checkpoint.ErrForeignStore):
-		return exitGuard, []string{"each work tree needs its own store: unset REWIND_STORE or pass another --store"}
+	case errors.As(err, &readOnly):
+		return exitGuard, []string{fmt.Sprintf("if the project moved here from %s, make the store this work tree's: %s", readOnly.Recorded, adoptCommand(readOnly.Store, readOnly.Recorded))}
+	case errors.As(err, &foreign):
+		return exitGuard, []string{"each work tree needs its own store: unset REWIND_STORE or pass another --store",
+			fmt.Sprintf("if the project moved here from %s, make the store this work tree's: %s", foreign.Recorded, adoptCommand(foreign.Store, foreign.Recorded)),
+			"its checkpoints can be read meanwhile: rewind checkpoint list --store " + shellArg(foreign.Store)}
 	case errors.Is(err, checkpoint.ErrBadLabel), errors.Is(err, checkpoint.ErrBadPath):
 		return exitUsage, nil
 	case errors.Is(err, checkpoint.ErrStoreInGitDir):

@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"rewind/gitexec"
 	"rewind/manifest"
+	"rewind/replay"
 )
 
 // `rewind pipeline` writes and reads the lifecycle markers of a pipeline run in
@@ -38,14 +40,17 @@ func pipelineCommand() *cli.Command {
 					"session defaults to the current Unix time (<time>-2, -3, ... when that one is taken); a\n" +
 					"--session that is taken (its directory, or its copy in the scratch directory, exists) is\n" +
 					"refused. A marker of the --session given is compaction recovery; any other marker means\n" +
-					"that pipeline crashed: refused (exit 1) unless --force, which archives the old marker as\n" +
-					".pipeline-crashed-<id> and its .dispatch-active-<id> as .dispatch-crashed-<id>.",
+					"that pipeline crashed, or, when the process it recorded is alive on this host, that it still\n" +
+					"runs: refused (exit 1) unless --force, which archives the old marker as\n" +
+					".pipeline-crashed-<id> and its .dispatch-active-<id> as .dispatch-crashed-<id>. The marker\n" +
+					"records the pipeline's process (--pid, default the parent of rewind) and this host.",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "skill", Usage: "the `NAME` of the skill that runs the pipeline (build, quality-gate, ...)"},
 					scratchFlag(),
 					&cli.StringFlag{Name: "session", Usage: "the session `ID` (default: the Unix time, made unique)"},
 					&cli.StringFlag{Name: "phase", Usage: "the first `PHASE`"},
 					&cli.BoolFlag{Name: "force", Usage: "archive another session's marker instead of refusing"},
+					&cli.Int64Flag{Name: "pid", EnvVars: []string{"REWIND_PIPELINE_PID"}, Usage: "the `PID` of the process whose life is the pipeline's (default: the shell that runs this command; an agent that runs every command in a new shell passes its own, e.g. --pid $PPID)"},
 				},
 				Action: pipelineStart,
 			},
@@ -60,8 +65,9 @@ func pipelineCommand() *cli.Command {
 				Name:      "finish",
 				Usage:     "clean up the dispatch directory as crucible does and remove the markers",
 				ArgsUsage: " ",
-				Description: "Success: copies manifest.jsonl and receipt-ledger.jsonl (both must exist) to\n" +
-					"<scratch>/crucible-dispatch-<id>/ and deletes the dispatch directory. --failed: copies\n" +
+				Description: "Success: copies manifest.jsonl and receipt-ledger.jsonl to\n" +
+					"<scratch>/crucible-dispatch-<id>/ and deletes the dispatch directory (a run that never had\n" +
+					"a receipt ledger has its manifest copied alone, and says so). --failed: copies\n" +
 					"the whole dispatch directory there and leaves it in place. Then removes .pipeline-active\n" +
 					"and .dispatch-active-<id>. A refused cleanup keeps the markers. When the dispatch\n" +
 					"directory is gone, --failed copies nothing and removes the markers.",
@@ -160,9 +166,16 @@ func pipelineStart(c *cli.Context) error {
 		}
 		o.warnf("cannot read the project's HEAD in %s; %s recorded as null", o.WorkTree, what)
 	}
+	pid := int64(os.Getppid())
+	if c.IsSet("pid") {
+		if pid = c.Int64("pid"); pid < 1 {
+			return usageErrorf("invalid --pid %d: want a process id (1 or more)", pid)
+		}
+	}
 	res, err := manifest.Start(manifest.StartOptions{
 		Skill: skill, Scratch: scratch, Session: session, Phase: c.String("phase"),
 		TmpDir: tmpDir(), Now: o.Now(), Branch: branch, SHA: sha, Force: c.Bool("force"),
+		PID: pid, Host: hostname(),
 	})
 	var crash *manifest.CrashedError
 	if errors.As(err, &crash) {
@@ -179,6 +192,11 @@ func pipelineStart(c *cli.Context) error {
 	switch {
 	case res.Resumed:
 		o.notef("pipeline %s is already active; continuing it (compaction recovery)", m.PipelineID)
+	case res.Archived != "" && res.Previous != nil && res.Previous.Liveness(hostname()) == manifest.Running:
+		o.warnf("pipeline %s is still running (process %d); archived its marker as %s", res.Previous.PipelineID, res.Previous.PID, res.Archived)
+		for _, p := range res.ArchivedDispatch {
+			o.notef("archived its dispatch marker as %s", p)
+		}
 	case res.Archived != "":
 		o.notef("archived the marker of crashed pipeline %s as %s", prevID(res.Previous), res.Archived)
 		for _, p := range res.ArchivedDispatch {
@@ -196,8 +214,18 @@ func prevID(m *manifest.Marker) string {
 	return m.PipelineID
 }
 
-// crashHints says what crashed and how to go on.
+// hostname is this host's name, as markers record it ("" when unknown).
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}
+
+// crashHints says what crashed (or still runs) and how to go on.
 func crashHints(crash *manifest.CrashedError, current *string, scratch string) error {
+	if crash.Live == manifest.Running {
+		return withHint(crash, fmt.Sprintf("let it finish (rewind pipeline status --scratch %s follows it), or stop process %d first", scratch, crash.Marker.PID),
+			"or start another anyway with --force (its marker is archived as .pipeline-crashed-<id>; it keeps running)")
+	}
 	var hints []string
 	if m := crash.Marker; m != nil && m.Branch != nil && current != nil && *m.Branch != *current {
 		hints = append(hints, fmt.Sprintf("it ran on branch %s and you are on %s: switch to %s before resuming", *m.Branch, *current, *m.Branch))
@@ -260,6 +288,10 @@ func pipelineFinish(c *cli.Context) error {
 			return withHint(msg, "the markers are kept; the copy goes to <scratch>/<name of the dispatch directory>, "+
 				"so the scratch directory must lie outside the dispatch directory: check --scratch and REWIND_TMPDIR")
 		}
+		if de.NoManifest {
+			return withHint(msg, "the markers are kept; a success finish keeps only manifest.jsonl (and receipt-ledger.jsonl) and deletes the rest: "+
+				"rewind pipeline finish --failed copies the whole dispatch directory to the scratch directory and leaves it in place")
+		}
 		if de.DirMissing {
 			return withHint(msg, "the markers are kept; with the dispatch directory gone there is nothing to copy: "+
 				"rewind pipeline finish --failed removes the markers")
@@ -271,6 +303,10 @@ func pipelineFinish(c *cli.Context) error {
 		return markerError(err)
 	}
 	fmt.Fprintln(o.Stdout, res.Message)
+	if res.NoLedger && strings.HasPrefix(res.Message, "copied") {
+		o.notef("note: the run never had a receipt ledger: receipt-ledger.jsonl, one receipt per accepted dispatch, is written by crucible's skills, not by rewind; the copy holds the manifest alone")
+		o.hintf("readers of the finished run's receipts (crucible's post-run consumers) find none; rewind replay of it verifies commits and takes output dispatches on their manifest status, since the result files went with the dispatch directory")
+	}
 	return nil
 }
 
@@ -282,6 +318,9 @@ type statusJSON struct {
 	Skill         string  `json:"skill,omitempty"`
 	Phase         string  `json:"phase,omitempty"`
 	StartTime     string  `json:"start_time,omitempty"`
+	AgeS          *int64  `json:"age_s"`
+	PID           *int64  `json:"pid"`
+	Host          *string `json:"host"`
 	DispatchDir   string  `json:"dispatch_dir,omitempty"`
 	Branch        *string `json:"branch"`
 	CurrentBranch *string `json:"current_branch"`
@@ -289,6 +328,54 @@ type statusJSON struct {
 	Manifest      string  `json:"manifest,omitempty"`
 	Dispatches    int     `json:"dispatches"`
 	InFlight      []int64 `json:"in_flight"`
+}
+
+// pipelineState is what a marker says of its pipeline: running (its process
+// is alive on this host, or it is the caller's own --session), crashed (its
+// process on this host has exited, or --session names another session),
+// interrupted (its dispatch directory is gone), or unfinished (rewind cannot
+// tell: the marker records no process, or one on another host); and why.
+func pipelineState(m *manifest.Marker, session, host string) (state, why string) {
+	live := m.Liveness(host)
+	switch {
+	case live == manifest.Running:
+		why = fmt.Sprintf("its process %d on this host is alive", m.PID)
+		if session != "" && session != m.PipelineID {
+			why += "; this session is " + session
+		}
+		return "running", why
+	case m.DispatchDir != "" && !isDir(m.DispatchDir):
+		return "interrupted", "its dispatch directory is gone"
+	case live == manifest.Gone:
+		return "crashed", fmt.Sprintf("its process %d on this host has exited without finishing", m.PID)
+	case session != "" && session != m.PipelineID:
+		return "crashed", "this session is " + session
+	case session != "":
+		return "running", "this session"
+	case m.PID > 0 && m.Host != "":
+		return "unfinished", fmt.Sprintf("its process %d runs or ran on host %s, not this one", m.PID, m.Host)
+	}
+	return "unfinished", "its marker records no process: it still runs, or it crashed"
+}
+
+// age is a duration as a person reads it: 45s, 12m, 2h 5m, 3d 4h.
+func age(d time.Duration) string {
+	s := int64(d / time.Second)
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm", s/60)
+	case s < 86400:
+		if m := s % 3600 / 60; m > 0 {
+			return fmt.Sprintf("%dh %dm", s/3600, m)
+		}
+		return fmt.Sprintf("%dh", s/3600)
+	}
+	if h := s % 86400 / 3600; h > 0 {
+		return fmt.Sprintf("%dd %dh", s/86400, h)
+	}
+	return fmt.Sprintf("%dd", s/86400)
 }
 
 func pipelineStatus(c *cli.Context) error {
@@ -312,15 +399,24 @@ func pipelineStatus(c *cli.Context) error {
 		return err
 	}
 	current, _, _ := projectHead(c)
-	doc := statusJSON{Active: true, State: "active", Scratch: scratch, PipelineID: m.PipelineID, Skill: m.Skill,
+	session := c.String("session")
+	state, why := pipelineState(m, session, hostname())
+	doc := statusJSON{Active: state == "running" || state == "unfinished", State: state, Scratch: scratch, PipelineID: m.PipelineID, Skill: m.Skill,
 		Phase: m.Phase, StartTime: m.StartTime, DispatchDir: m.DispatchDir, Branch: m.Branch, CurrentBranch: current,
 		BaselineSHA: m.BaselineSHA, InFlight: []int64{}}
-	session := c.String("session")
-	switch {
-	case session != "" && session != m.PipelineID:
-		doc.Active, doc.State = false, "crashed"
-	case m.DispatchDir != "" && !isDir(m.DispatchDir):
-		doc.Active, doc.State = false, "interrupted"
+	if m.PID > 0 {
+		pid := m.PID
+		doc.PID = &pid
+	}
+	if m.Host != "" {
+		host := m.Host
+		doc.Host = &host
+	}
+	ageText := ""
+	if t, err := replay.ParseTime(m.StartTime, time.Local); err == nil && !o.Now().Before(t) {
+		s := int64(o.Now().Sub(t) / time.Second)
+		doc.AgeS = &s
+		ageText = ", started " + age(o.Now().Sub(t)) + " ago"
 	}
 	if loc, err := manifest.Locate(scratch); err == nil {
 		if ix, err := manifest.Open(loc.Path); err == nil {
@@ -334,7 +430,7 @@ func pipelineStatus(c *cli.Context) error {
 		return writeJSON(o, doc)
 	}
 	w := o.Stdout
-	fmt.Fprintf(w, "pipeline %s (%s): %s\n", m.PipelineID, orDash(m.Skill), stateText(doc.State, session))
+	fmt.Fprintf(w, "pipeline %s (%s): %s%s (%s)\n", m.PipelineID, orDash(m.Skill), state, ageText, why)
 	fmt.Fprintf(w, "phase: %s\n", orDash(m.Phase))
 	fmt.Fprintf(w, "started: %s\n", orDash(m.StartTime))
 	branchLine := "branch: " + ptrOr(m.Branch, "(unknown)")
@@ -358,20 +454,13 @@ func pipelineStatus(c *cli.Context) error {
 		}
 		fmt.Fprintln(w, line)
 	}
-	if !doc.Active {
+	switch state {
+	case "crashed", "interrupted":
 		o.hintf("resume it with: rewind replay %s", scratch)
+	case "unfinished":
+		o.hintf("if it crashed, resume it with: rewind replay %s", scratch)
 	}
 	return nil
-}
-
-func stateText(state, session string) string {
-	switch state {
-	case "crashed":
-		return "crashed (this session is " + session + ")"
-	case "interrupted":
-		return "interrupted (its dispatch directory is gone)"
-	}
-	return "active"
 }
 
 func isDir(p string) bool {

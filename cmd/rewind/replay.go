@@ -24,8 +24,10 @@ func replayCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "replay",
 		Usage:     "resume an interrupted pipeline from its last verified boundary",
-		ArgsUsage: "PATH",
-		Description: "PATH is resolved as `rewind manifest show` resolves it. The plan: the newest boundary\n" +
+		ArgsUsage: "[PATH]",
+		Description: "PATH is resolved as `rewind manifest show` resolves it; without PATH (or with . where\n" +
+			"no manifest is), this project's run: the scratch directory's .pipeline-active, else its one\n" +
+			"durable dispatch copy (several are listed, and one must be named). The plan: the newest boundary\n" +
 			"checkpoint taken before the earliest dispatch that is not done or not verified; every\n" +
 			"dispatch taken after it is re-executed. Without --exec, the dispatch files and\n" +
 			"`dispatched` entries are written and the plan printed for the calling skill to carry\n" +
@@ -50,6 +52,62 @@ func replayCommand() *cli.Command {
 		},
 		Action: replayRun,
 	}
+}
+
+// replayPath is the PATH argument, or, without one (or with "." where no
+// manifest is, from inside the project), this project's run as pipeline
+// status finds it: the scratch directory (--scratch, else crucible's
+// ~/.claude/projects/<h>/memory/) when it holds .pipeline-active, else its
+// one durable dispatch copy. Several copies are listed, and one must be named
+// (exit 2).
+func replayPath(c *cli.Context) (string, error) {
+	o := opts(c)
+	if c.NArg() == 1 {
+		path := c.Args().First()
+		if path != "." {
+			return path, nil
+		}
+		_, err := manifest.Locate(path)
+		wd, _ := os.Getwd()
+		if real, rerr := filepath.EvalSymlinks(wd); rerr == nil {
+			wd = real
+		}
+		if !errors.Is(err, manifest.ErrNoManifest) || !within(o.WorkTree, wd) {
+			return path, nil
+		}
+	}
+	scratch, err := scratchDir(c)
+	if err != nil {
+		return "", err
+	}
+	if isFile(filepath.Join(scratch, manifest.ActiveMarker)) {
+		o.notef("replaying this project's run: %s (its %s)", scratch, manifest.ActiveMarker)
+		return scratch, nil
+	}
+	loc, err := manifest.Locate(scratch)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, manifest.ErrNoManifest) {
+		return "", withHint(exitErrorf(exitFailure, "no pipeline run found for %s: its scratch directory %s holds no %s and no crucible-dispatch-*/ copy",
+			o.WorkTree, scratch, manifest.ActiveMarker),
+			"name the run: rewind replay PATH (a manifest.jsonl, a dispatch directory, or a scratch directory)",
+			"or name the scratch directory: rewind replay --scratch DIR")
+	}
+	if err != nil {
+		return "", err
+	}
+	if len(loc.Candidates) > 1 {
+		hints := make([]string, 0, len(loc.Candidates))
+		for i, m := range loc.Candidates {
+			h := "rewind replay " + filepath.Dir(m)
+			if i == 0 {
+				h += " (the newest)"
+			}
+			hints = append(hints, h)
+		}
+		return "", withHint(usageErrorf("%d finished runs of %s in %s and no active one; name the one to replay", len(loc.Candidates), o.WorkTree, scratch), hints...)
+	}
+	dir := filepath.Dir(loc.Path)
+	o.notef("replaying this project's run: %s (its durable copy in %s)", dir, scratch)
+	return dir, nil
 }
 
 // replaySource is what PATH resolved to.
@@ -128,8 +186,8 @@ func isFile(p string) bool {
 
 func replayRun(c *cli.Context) error {
 	o := opts(c)
-	if c.NArg() != 1 {
-		return usageErrorf("replay takes one PATH argument (a manifest, a dispatch directory or a scratch directory); got %d", c.NArg())
+	if c.NArg() > 1 {
+		return usageErrorf("replay takes one PATH argument (a manifest, a dispatch directory or a scratch directory), or none for this project's run; got %d", c.NArg())
 	}
 	if c.Int("jobs") < 1 {
 		return usageErrorf("invalid --jobs %d: want 1 or more", c.Int("jobs"))
@@ -140,7 +198,10 @@ func replayRun(c *cli.Context) error {
 			return usageErrorf("--role-kind: %v", err)
 		}
 	}
-	path := c.Args().First()
+	path, err := replayPath(c)
+	if err != nil {
+		return err
+	}
 	src, err := resolveReplaySource(c, path)
 	if err != nil {
 		return err
@@ -570,29 +631,48 @@ func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, sessi
 		if err != nil {
 			return err
 		}
-		for _, out := range outcomes {
-			if out.Status != "completed" {
-				// The later waves were never sent: stamp them now, after everything
-				// this replay ran, so the next replay orders them after the failed
-				// wave and can resume from the checkpoint taken before it; and close
-				// their entries as `error` (not sent), so no later replay takes this
-				// stopped session for one still at work.
-				notSent := fmt.Sprintf("not sent: replay session %s stopped after seq %d failed", session, out.Job.Seq)
-				for _, later := range waves[i+1:] {
-					for _, j := range later.Jobs {
-						if err := replay.Restamp(j.DispatchFile, o.Now()); err != nil {
-							o.warnf("%v", err)
-						}
-						if _, err := manifest.After(src.dispatchDir, manifest.Completion{Seq: int64(j.Seq), Status: "error", Summary: &notSent}, o.Stderr); err != nil {
-							o.warnf("%v", err)
-						}
-					}
+		var failed *replay.Outcome
+		for k, out := range outcomes {
+			switch {
+			case out.NotSent:
+			case out.Status != "completed":
+				if failed == nil {
+					failed = &outcomes[k]
 				}
-				return withHint(exitErrorf(exitFailure, "seq %d (%s, phase %s) failed (exit status %d); the replay stopped with its state recorded in the manifest",
-					out.Job.Seq, orDash(out.Job.From.Role), orDash(out.Job.From.Phase), out.ExitCode),
-					"resume it again: rewind replay "+path)
+			default:
+				done++
 			}
-			done++
+		}
+		if failed != nil {
+			// The stop rule (see replay.Runner.RunWave): the jobs of this wave
+			// that never started and the later waves were never sent: stamp
+			// them now, after everything this replay ran, so the next replay
+			// orders them after the failed wave and can resume from the
+			// checkpoint taken before it; and close their entries as `error`
+			// (not sent), so no later replay takes this stopped session for one
+			// still at work.
+			notSent := fmt.Sprintf("not sent: replay session %s stopped after seq %d failed", session, failed.Job.Seq)
+			var unsent []replay.Job
+			for _, out := range outcomes {
+				if out.NotSent {
+					unsent = append(unsent, out.Job)
+				}
+			}
+			for _, later := range waves[i+1:] {
+				unsent = append(unsent, later.Jobs...)
+			}
+			for _, j := range unsent {
+				if err := replay.Restamp(j.DispatchFile, o.Now()); err != nil {
+					o.warnf("%v", err)
+				}
+				if _, err := manifest.After(src.dispatchDir, manifest.Completion{Seq: int64(j.Seq), Status: "error", Summary: &notSent}, o.Stderr); err != nil {
+					o.warnf("%v", err)
+				}
+				o.notef("seq %d (%s, replays %d): not sent", j.Seq, orDash(j.From.Role), j.ReplayOf)
+			}
+			return withHint(exitErrorf(exitFailure, "seq %d (%s, phase %s) failed (exit status %d); the replay stopped with its state recorded in the manifest",
+				failed.Job.Seq, orDash(failed.Job.From.Role), orDash(failed.Job.From.Phase), failed.ExitCode),
+				"resume it again: rewind replay "+path)
 		}
 	}
 	o.notef("replay %s complete: %d dispatches completed", session, done)

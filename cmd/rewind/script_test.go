@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -44,7 +45,13 @@ func TestScripts(t *testing.T) {
 					return err
 				}
 			}
+			host, _ := os.Hostname()
 			e.Vars = append(e.Vars,
+				// What a pipeline marker records of a `pipeline start` that the
+				// script itself runs: this host, and the test process (rewind's
+				// parent) as the pipeline's process.
+				"SCRIPT_HOST="+host,
+				"SCRIPT_PID="+strconv.Itoa(os.Getpid()),
 				"HOME="+home,
 				"XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
 				"TZ=UTC",
@@ -55,6 +62,7 @@ func TestScripts(t *testing.T) {
 				"REWIND_STORE=",
 				"REWIND_WORK_TREE=",
 				"REWIND_TRACE=",
+				"REWIND_PIPELINE_PID=",
 				"GIT_CONFIG_NOSYSTEM=1",
 				"GIT_CONFIG_GLOBAL="+filepath.Join(home, ".gitconfig"),
 				"GIT_TERMINAL_PROMPT=0",
