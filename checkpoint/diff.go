@@ -44,19 +44,7 @@ func (s *Store) Diff(ctx context.Context, ref, ref2, format string) (from *Check
 	if err != nil {
 		return nil, nil, nil, "", err
 	}
-	// A file one side skipped (over its size limit, unreadable, in a directory
-	// it could not read) was there, its
-	// content unknown: the other side holding it makes it neither added nor
-	// deleted.
-	skippedFrom, skippedTo := skippedBy(from.Skipped), skippedBy(toSkipped)
-	var unknown []string
-	for _, c := range all {
-		if (c.Status == "A" && skippedFrom(c.Path)) || (c.Status == "D" && skippedTo(c.Path)) {
-			unknown = append(unknown, ":(exclude,literal)"+c.Path)
-			continue
-		}
-		changes = append(changes, c)
-	}
+	changes, unknown := knownChanges(all, from.Skipped, toSkipped)
 	if format == "stat" || format == "patch" {
 		args := []string{"diff-tree", "-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", "--" + format, from.Tree, toTree, "--"}
 		out, err := s.git().Run(ctx, append(args, unknown...)...)
@@ -88,11 +76,32 @@ func (s *Store) Show(ctx context.Context, ref string) (*Checkpoint, *Checkpoint,
 		}
 	}
 	prevTree := ""
+	var prevSkipped []Skipped
 	if prev != nil {
-		prevTree = prev.Tree
+		prevTree, prevSkipped = prev.Tree, prev.Skipped
 	}
-	changes, err := s.changedPaths(ctx, prevTree, c.Tree)
-	return c, prev, changes, err
+	all, err := s.changedPaths(ctx, prevTree, c.Tree)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	changes, _ := knownChanges(all, prevSkipped, c.Skipped)
+	return c, prev, changes, nil
+}
+
+// knownChanges drops from all the changes a skip explains: a file one side
+// skipped (over its size limit, unreadable, in a directory it could not read)
+// was there, its content unknown, so the other side holding it makes it
+// neither added nor deleted. unknown holds their exclude pathspecs.
+func knownChanges(all []Change, fromSkipped, toSkipped []Skipped) (changes []Change, unknown []string) {
+	skippedFrom, skippedTo := skippedBy(fromSkipped), skippedBy(toSkipped)
+	for _, c := range all {
+		if (c.Status == "A" && skippedFrom(c.Path)) || (c.Status == "D" && skippedTo(c.Path)) {
+			unknown = append(unknown, ":(exclude,literal)"+c.Path)
+			continue
+		}
+		changes = append(changes, c)
+	}
+	return changes, unknown
 }
 
 // Files counts the paths a checkpoint holds.
