@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -58,6 +59,15 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 	target, err := Resolve(cps, ref)
 	if err != nil {
 		return nil, err
+	}
+	// A half-done restore leaves the tree in no checkpoint's state: only a
+	// whole restore (which makes it some checkpoint's exactly) or the same
+	// restore again (which finishes it) may follow it. Another --file restore
+	// would hide it.
+	if m, err := s.interruptedRestore(); err != nil {
+		return nil, err
+	} else if m != nil && len(files) > 0 && !opt.DryRun && (m.target != target.Short() || !slices.Equal(m.files, files)) {
+		return nil, m.err()
 	}
 	res := &Restored{Target: target}
 	if _, head := s.projectHead(ctx); head != "" && target.Head != "" && head != target.Head {
@@ -148,7 +158,6 @@ type restorePlan struct {
 	mkdir         []string        // the checkpoint's directories without files, missing now
 	rmdir         []string        // empty directories now that the checkpoint did not have
 	dirs          map[string]bool // every directory of the checkpoint
-	ignoredDirs   []string        // those ignored now: their bits are left alone
 	chmod         []permChange    // bits to set beyond the files written (as things are before it)
 }
 
@@ -242,8 +251,8 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, entr
 			}
 		}
 	}
-	// The checkpoint's directories: the restore gives them their bits, but
-	// never to one ignored now.
+	// The checkpoint's directories (the restore gives bits to those that hold
+	// what the rule holds now; see permChanges).
 	p.dirs = map[string]bool{}
 	for e := range entries {
 		for d := path.Dir(e); d != "." && !p.dirs[d]; d = path.Dir(d) {
@@ -254,17 +263,6 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, entr
 		for _, d := range target.meta.dirs {
 			p.dirs[d] = true
 		}
-	}
-	var dirs []string
-	for d := range p.dirs {
-		dirs = append(dirs, d)
-	}
-	ignoredDirs, err := s.ignoredNow(ctx, cur.held, dirs, true)
-	if err != nil {
-		return nil, err
-	}
-	for d := range ignoredDirs {
-		p.ignoredDirs = append(p.ignoredDirs, d)
 	}
 	// An empty directory now that the checkpoint did not have (nor ignored)
 	// goes, so that a restore and its undo are exact.
@@ -346,7 +344,11 @@ func (s *Store) inTheWay(write, remove []string, inTree map[string]bool) (kept [
 	for _, p := range remove {
 		removed[p] = true
 	}
+	// What is there now is free to replace when the restore removes it, or
+	// when the safety checkpoint holds it (a file it rewrites); what is in a
+	// directory the checkpoint has as a file must go by the removals.
 	free := func(rel string) bool { return removed[rel] || inTree[rel] }
+	isRemoved := func(rel string) bool { return removed[rel] }
 	for _, p := range write {
 		why, below, broken := "", false, false
 		for i := 0; i < len(p) && why == "" && !below; i++ {
@@ -368,7 +370,7 @@ func (s *Store) inTheWay(write, remove []string, inTree map[string]bool) (kept [
 			}
 		}
 		if why == "" && !below {
-			why, broken = s.blocks(p, free)
+			why, broken = s.blocks(p, free, isRemoved)
 		}
 		switch {
 		case broken:
@@ -384,7 +386,7 @@ func (s *Store) inTheWay(write, remove []string, inTree map[string]bool) (kept [
 
 // blocks says why what is at rel (its parents are directories) cannot be
 // replaced, or "" when it can; broken when it cannot even be looked at.
-func (s *Store) blocks(rel string, free func(string) bool) (why string, broken bool) {
+func (s *Store) blocks(rel string, free, removed func(string) bool) (why string, broken bool) {
 	full := filepath.Join(s.WorkTree, rel)
 	fi, err := os.Lstat(full)
 	switch {
@@ -407,8 +409,8 @@ func (s *Store) blocks(rel string, free func(string) bool) (why string, broken b
 			return nil
 		}
 		r, _ := filepath.Rel(s.WorkTree, p)
-		if r = filepath.ToSlash(r); !free(r) {
-			why = fmt.Sprintf("the checkpoint has a file there, but the directory holds %s, which is in no checkpoint", r)
+		if r = filepath.ToSlash(r); !removed(r) {
+			why = fmt.Sprintf("the checkpoint has a file there, but the directory holds %s, which the restore leaves as it is", r)
 		}
 		return nil
 	})
@@ -491,8 +493,14 @@ func (s *Store) apply(ctx context.Context, entries map[string]string, p *restore
 		return err
 	}
 	for _, d := range p.mkdir {
-		if err := os.MkdirAll(filepath.Join(s.WorkTree, d), 0o700); err != nil {
-			return fmt.Errorf("restore directory %s: %w", d, err)
+		// Never through a symlink: what is there now decides, after the
+		// removals.
+		full, err := s.inside(d)
+		if err == nil {
+			err = os.MkdirAll(full, 0o700)
+		}
+		if err != nil {
+			s.warn("did not make the directory %s: %v", d, err)
 		}
 	}
 	// Empty directories the checkpoint did not have, deepest first (only
@@ -551,10 +559,12 @@ type permChange struct {
 }
 
 // permChanges lists the bits the checkpoint recorded that differ from what is
-// on disk: files written (unless preview: their bits are set after the
-// write), files whose bits differ between now and then (the two records tell
-// which), and the checkpoint's directories (never one ignored now). An older
-// checkpoint, without recorded bits, sets none.
+// on disk, for what the restore may touch: files it writes (unless preview:
+// their bits are set after the write), files the safety checkpoint holds and
+// the restore does not leave alone, whose bits differ between now and then
+// (the two records tell which), and the checkpoint's directories that hold
+// what the rule holds now, or that it makes. Nothing through a symlink, nothing
+// ignored or kept. An older checkpoint, without recorded bits, sets none.
 func (s *Store) permChanges(entries map[string]string, p *restorePlan, target *Checkpoint, cur *capture, files []string, preview bool) []permChange {
 	tm := target.meta
 	if tm == nil {
@@ -574,15 +584,33 @@ func (s *Store) permChanges(entries map[string]string, p *restorePlan, target *C
 	}
 	exec := func(e string) bool { return strings.HasPrefix(e, "100755 ") }
 	regular := func(e string) bool { return strings.HasPrefix(e, "100") }
-	seen := map[string]bool{}
+	kept := map[string]bool{}
+	for _, k := range p.kept {
+		kept[k.Path] = true
+	}
+	written := map[string]bool{}
+	held := map[string]bool{} // directories holding what the rule holds, or made
+	addParents := func(f string) {
+		for d := path.Dir(f); d != "." && !held[d]; d = path.Dir(d) {
+			held[d] = true
+		}
+	}
 	for _, w := range p.write {
-		seen[w] = true
+		written[w] = true
+		addParents(w)
 		if e := entries[w]; regular(e) && !preview {
 			differs(w, tm.filePerm(w, exec(e)), false)
 		}
 	}
+	for f := range cur.inTree {
+		addParents(f)
+	}
+	for _, d := range append(append([]string{}, p.mkdir...), cur.meta.dirs...) {
+		held[d] = true
+		addParents(d)
+	}
 	var check []string
-	if cur.meta == nil || cur.meta.base != tm.base {
+	if cur.meta.base != tm.base {
 		for e := range entries {
 			check = append(check, e)
 		}
@@ -595,22 +623,19 @@ func (s *Store) permChanges(entries map[string]string, p *restorePlan, target *C
 		}
 	}
 	sort.Strings(check)
+	seen := map[string]bool{}
 	for _, c := range check {
-		if seen[c] || strings.HasSuffix(c, "/") {
+		if seen[c] || written[c] || kept[c] || !cur.inTree[c] || strings.HasSuffix(c, "/") {
 			continue
 		}
 		seen[c] = true
-		if e, ok := entries[c]; ok && regular(e) {
+		if e, ok := entries[c]; ok && regular(e) && cur.meta.filePerm(c, exec(e)) != tm.filePerm(c, exec(e)) {
 			differs(c, tm.filePerm(c, exec(e)), false)
 		}
 	}
-	ignored := map[string]bool{}
-	for _, d := range p.ignoredDirs {
-		ignored[d] = true
-	}
 	var dirs []string
 	for d := range p.dirs {
-		if underAny(d, files) && !ignored[d] {
+		if held[d] && underAny(d, files) {
 			dirs = append(dirs, d)
 		}
 	}

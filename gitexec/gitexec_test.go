@@ -40,7 +40,7 @@ func TestTraceShowsEachCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The command line before it runs, then its subcommand and duration.
-	re := regexp.MustCompile(`^rewind: trace: git -c core.fsmonitor=false --no-pager log '--format=%s %H'\nrewind: trace: git log: [0-9.]+m?s\n$`)
+	re := regexp.MustCompile(`^rewind: trace: git -c core.fsmonitor=false -c protocol.allow=never -c protocol.file.allow=never -c protocol.git.allow=never -c protocol.ssh.allow=never -c protocol.http.allow=never -c protocol.https.allow=never -c protocol.ext.allow=never --no-pager log '--format=%s %H'\nrewind: trace: git log: [0-9.]+m?s\n$`)
 	if got := buf.String(); !re.MatchString(got) {
 		t.Errorf("trace %q, want a match for %s", got, re)
 	}

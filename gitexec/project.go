@@ -49,8 +49,16 @@ func (p Project) run(ctx context.Context, stdin io.Reader, args []string) ([]byt
 	if err := checkReadOnly(args); err != nil {
 		return nil, "", err
 	}
-	env := scrubbedEnv("GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
-	full := append([]string{"-c", "core.fsmonitor=false", "--no-pager"}, args...)
+	// In a partial clone, reading a missing object would fetch it: a
+	// network call that writes packs into .git. Every protocol refused makes
+	// it fail instead (a protocol.<name>.allow of the user's would win over
+	// protocol.allow alone); GIT_NO_LAZY_FETCH says so to git 2.44 and later.
+	env := scrubbedEnv("GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_NO_LAZY_FETCH=1", "LC_ALL=C")
+	full := []string{"-c", "core.fsmonitor=false", "-c", "protocol.allow=never"}
+	for _, proto := range []string{"file", "git", "ssh", "http", "https", "ext"} {
+		full = append(full, "-c", "protocol."+proto+".allow=never")
+	}
+	full = append(append(full, "--no-pager"), args...)
 	return outputWarn(ctx, p.Dir, env, stdin, full)
 }
 
@@ -73,7 +81,7 @@ func checkReadOnly(args []string) error {
 			break
 		}
 		switch {
-		case a == "-o" || strings.HasPrefix(a, "--output"):
+		case a == "-o" || (sub == "archive" && strings.HasPrefix(a, "-o")) || strings.HasPrefix(a, "--output"):
 			return refuse("writing to a file is not allowed")
 		case strings.HasPrefix(a, "--remote") || strings.HasPrefix(a, "--exec"):
 			return refuse("remote access is not allowed")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -71,6 +72,7 @@ func TestProjectRefusesWrites(t *testing.T) {
 		{"log", "--output=" + filepath.Join(dir, "out")},
 		{"show", "--output", filepath.Join(dir, "out"), "HEAD"},
 		{"archive", "-o", filepath.Join(dir, "out.tar"), "HEAD"},
+		{"archive", "-o" + filepath.Join(dir, "out.tar"), "HEAD"},
 		{"archive", "--remote=origin", "HEAD"},
 		{"gc"},
 		{},
@@ -92,5 +94,32 @@ func TestProjectRefusesWrites(t *testing.T) {
 	}
 	if !strings.Contains(checkReadOnly([]string{"status"}).Error(), "git status: not a read-only subcommand") {
 		t.Errorf("message: %v", checkReadOnly([]string{"status"}))
+	}
+}
+
+// In a partial clone, reading an object the clone lacks would fetch it and
+// write packs into .git: the read-only runner makes it fail instead.
+func TestProjectNeverFetchesLazily(t *testing.T) {
+	src := projectRepo(t)
+	clone := filepath.Join(t.TempDir(), "clone")
+	s := Shadow{GitDir: filepath.Join(src, ".git"), WorkTree: src, IndexFile: filepath.Join(src, ".git", "index"), ConfigHome: t.TempDir()}
+	if _, err := s.Run(context.Background(), "config", "uploadpack.allowFilter", "true"); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("git", "-c", "protocol.file.allow=always", "clone", "-q", "--no-checkout", "--filter=blob:none", "file://"+src, clone)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("clone: %v\n%s", err, out)
+	}
+	// The user allows the file protocol in the clone: only rewind's own
+	// settings stop the fetch.
+	if out, err := exec.Command("git", "-C", clone, "config", "protocol.file.allow", "always").CombinedOutput(); err != nil {
+		t.Fatalf("config: %v\n%s", err, out)
+	}
+	before := listing(t, filepath.Join(clone, ".git"))
+	if _, err := (Project{Dir: clone}).Run(context.Background(), "show", "HEAD:a.txt"); err == nil {
+		t.Errorf("show of a missing blob succeeded: it was fetched")
+	}
+	if after := listing(t, filepath.Join(clone, ".git")); !equalMaps(before, after) {
+		t.Errorf("reading a missing object changed the clone's .git")
 	}
 }
