@@ -179,9 +179,22 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	// unchanged to every later checkpoint. Entries of files whose status
 	// changed since the second this capture began leave the index, so the next
 	// capture hashes them again.
+	// The files hashed now are looked at again: one changed between the look
+	// that judged it and the hash carries a stale time in v.
+	since := start.Truncate(time.Second)
+	hashed := map[string]bool{}
+	for _, p := range update {
+		hashed[p] = true
+	}
 	var racy []string
 	for _, v := range keep {
-		if !v.changed.Before(start.Truncate(time.Second)) {
+		changed := v.changed
+		if hashed[v.path] {
+			if fi, err := os.Lstat(filepath.Join(s.WorkTree, v.path)); err == nil {
+				changed = later(ctime(fi), fi.ModTime())
+			}
+		}
+		if !changed.Before(since) {
 			racy = append(racy, v.path)
 		}
 	}
@@ -307,11 +320,10 @@ func (s *Store) judge(rel string, maxSize int64) (v verdict) {
 		v.skip = &Skipped{Path: rel, Why: "cannot be read: " + errText(err)}
 		return v
 	}
-	v.perm, v.changed = fi.Mode().Perm(), ctime(fi)
-	if m := fi.ModTime(); m.After(v.changed) {
-		v.changed = m
-	}
+	v.perm, v.changed = fi.Mode().Perm(), later(ctime(fi), fi.ModTime())
 	switch {
+	case fi.Mode()&os.ModeSymlink != 0 && strings.EqualFold(path.Base(rel), ".gitmodules"):
+		v.skip = &Skipped{Path: rel, Why: "git cannot store a symlink named .gitmodules"}
 	case fi.Mode()&os.ModeSymlink != 0:
 		v.keep = true
 	case fi.IsDir():
@@ -328,9 +340,16 @@ func (s *Store) judge(rel string, maxSize int64) (v verdict) {
 	return v
 }
 
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // refusedName says why git cannot store a path in a tree whatever it is told
-// (a component that is ".git" in another case, a .gitmodules symlink is
-// checked by judge's caller through git itself), or "" when it can.
+// (a component that is ".git" in another case; judge checks the other such
+// name, a symlink named .gitmodules), or "" when it can.
 func refusedName(rel string) string {
 	for _, part := range strings.Split(rel, "/") {
 		if strings.EqualFold(part, ".git") {

@@ -22,10 +22,11 @@ type ignorePattern struct {
 	anchored bool   // a '/' before the end: matched against the whole path
 }
 
-// parseIgnore reads gitignore lines as git does: blank lines and '#' comments
-// are skipped, trailing spaces dropped unless escaped, "\#" and "\!" escape
-// their character.
+// parseIgnore reads gitignore lines as git does: a leading UTF-8 BOM, blank
+// lines and '#' comments are skipped, trailing spaces dropped unless escaped,
+// "\#" and "\!" escape their character.
 func parseIgnore(data []byte) ignorePatterns {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 BOM, which git skips
 	var ps ignorePatterns
 	for _, line := range bytes.Split(data, []byte("\n")) {
 		s := strings.TrimSuffix(string(line), "\r")

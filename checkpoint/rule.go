@@ -47,6 +47,7 @@ type held struct {
 	notes   []string        // what the user should know (a .rewindignore not read, the store inside)
 
 	unreadable []Skipped // directories git could not list
+	opaque     []string  // repositories git answers nothing for below: submodules not checked out, repositories it does not trust
 }
 
 // unreadableDir is git's warning for a directory ls-files could not open.
@@ -84,6 +85,9 @@ func (s *Store) hold(ctx context.Context) (*held, error) {
 		}
 		for _, e := range entries {
 			switch {
+			case e.repo && !e.tracked && h.excludedByRewind(e.path, true):
+				// an untracked one excluded whole (a default exclude,
+				// .rewindignore, the store)
 			case e.repo:
 				queue = append(queue, e.path)
 			case h.excludedByRewind(e.path, false) && !e.tracked:
@@ -135,6 +139,13 @@ func (s *Store) listRepo(ctx context.Context, h *held, root string) ([]listed, e
 	} else {
 		out, warnings, err = gitexec.Project{Dir: filepath.Join(s.WorkTree, root)}.RunWarn(ctx, append(args, "--exclude-standard")...)
 	}
+	if ge, ok := err.(*gitexec.Error); ok && root != "" && strings.Contains(ge.Stderr, "dubious ownership") {
+		// A nested repository another user owns: its own git will not read
+		// it, so what it holds is unknown; left out, and named.
+		h.unreadable = append(h.unreadable, Skipped{Path: root + "/", Why: "a repository git does not trust (another user owns it; see git's safe.directory)"})
+		h.opaque = append(h.opaque, root)
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +182,11 @@ func (s *Store) listRepo(ctx context.Context, h *held, root string) ([]listed, e
 		if strings.HasPrefix(meta, "160000 ") {
 			// A submodule: its files by its own rules, when it is checked out.
 			if fi, err := os.Stat(filepath.Join(s.WorkTree, prefix+p, ".git")); err == nil && fi != nil {
-				entries = append(entries, listed{path: prefix + p, repo: true})
+				entries = append(entries, listed{path: prefix + p, repo: true, tracked: true})
+			} else {
+				// Not checked out (or deinitialized): git answers nothing
+				// below it.
+				h.opaque = append(h.opaque, prefix+p)
 			}
 			continue
 		}
@@ -195,6 +210,16 @@ func (h *held) excludedByRewind(p string, isDir bool) bool {
 	return defaultExcludes.excluded(p, isDir) || h.ignore.excluded(p, isDir) || h.privateOf(p) != ""
 }
 
+// underOpaque reports whether p lies in a repository git answers nothing for.
+func (h *held) underOpaque(p string) bool {
+	for _, g := range h.opaque {
+		if within(p, g) && p != g {
+			return true
+		}
+	}
+	return false
+}
+
 // privateOf is the private directory p lies in, or "".
 func (h *held) privateOf(p string) string {
 	for _, dir := range h.private {
@@ -205,11 +230,12 @@ func (h *held) privateOf(p string) string {
 	return ""
 }
 
-// repoOf is the root of the innermost repository holding p.
+// repoOf is the root of the innermost repository holding p (a repository's
+// own root is held by the one around it).
 func (h *held) repoOf(p string) string {
 	best := ""
 	for _, r := range h.repos {
-		if r != "" && within(p, r) && len(r) > len(best) {
+		if r != "" && within(p, r) && p != r && len(r) > len(best) {
 			best = r
 		}
 	}
@@ -229,10 +255,10 @@ func (s *Store) ignoredNow(ctx context.Context, h *held, paths []string, isDir b
 		case h.tracked[p]:
 		case h.excludedByRewind(p, isDir) || hasGitComponent(p):
 			ignored[p] = true
-		case s.symlinkParent(p):
-			// Beyond a symlink or a file, git answers nothing ("beyond a
-			// symbolic link"); what is there now is no directory of the
-			// project, and only the patterns above apply.
+		case s.symlinkParent(p) || h.underOpaque(p):
+			// Beyond a symlink or a file, or in a submodule that is not
+			// checked out, git answers nothing ("beyond a symbolic link",
+			// "is in submodule"): only the patterns above apply.
 		default:
 			r := h.repoOf(p)
 			byRepo[r] = append(byRepo[r], p)
@@ -400,7 +426,7 @@ func (r *targetRules) ignores(p string, isDir bool) bool {
 	}
 	root := ""
 	for _, repo := range r.repos {
-		if repo != "" && within(p, repo) && len(repo) > len(root) {
+		if repo != "" && within(p, repo) && p != repo && len(repo) > len(root) {
 			root = repo
 		}
 	}
