@@ -85,15 +85,17 @@ func (w *propWorld) oracle() map[string]heldEntry {
 }
 
 // propDefaultExcluded is the default excludes the test's names can meet,
-// written out by hand: a node_modules directory, a .env file.
+// written out by hand: a node_modules directory ("node_modules/" matches
+// directories only), anything named .env (".env" matches a file or a
+// directory, and all below it).
 func propDefaultExcluded(p string) bool {
 	parts := strings.Split(p, "/")
-	for _, d := range parts[:len(parts)-1] {
-		if d == "node_modules" {
+	for i, d := range parts {
+		if d == ".env" || (d == "node_modules" && i < len(parts)-1) {
 			return true
 		}
 	}
-	return parts[len(parts)-1] == ".env"
+	return false
 }
 
 // entry describes a file or symlink at p, when there is one and no parent of
@@ -244,7 +246,7 @@ func (w *propWorld) edit() string {
 			w.git("add", "-f", "--", p)
 			return "track " + p
 		}
-		w.git("rm", "-q", "--cached", "--ignore-unmatch", "--", p)
+		w.git("rm", "-q", "-f", "--cached", "--ignore-unmatch", "--", p)
 		return "untrack " + p
 	case 9: // an empty directory
 		d := propDirs[1+w.r.Intn(len(propDirs)-1)] + "/e"
