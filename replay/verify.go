@@ -11,30 +11,38 @@ import (
 
 // Commit is one commit of the project's history, as verification needs it.
 type Commit struct {
-	ID      string
-	Time    time.Time
-	Message string
+	ID       string
+	Time     time.Time // committed
+	Authored time.Time // the work's own time, which an amend or a rebase keeps
+	Message  string
 }
 
 // LogFormat is the `git log` format ParseLog reads: run
 // `git log -z --format=` + LogFormat. -z ends each record with NUL, which no
 // commit message can contain.
-const LogFormat = "%H %ct%n%B"
+const LogFormat = "%H %ct %at%n%B"
 
 // ParseLog reads the output of `git log -z --format=` + LogFormat.
 func ParseLog(out []byte) []Commit {
 	var commits []Commit
 	for _, rec := range bytes.Split(out, []byte{0}) {
 		head, msg, _ := strings.Cut(strings.TrimLeft(string(rec), "\n"), "\n")
-		id, ct, ok := strings.Cut(head, " ")
-		if !ok || id == "" {
+		f := strings.Fields(head)
+		if len(f) < 2 || f[0] == "" {
 			continue
 		}
-		secs, err := strconv.ParseInt(ct, 10, 64)
+		secs, err := strconv.ParseInt(f[1], 10, 64)
 		if err != nil {
 			continue
 		}
-		commits = append(commits, Commit{ID: id, Time: time.Unix(secs, 0).UTC(), Message: msg})
+		c := Commit{ID: f[0], Time: time.Unix(secs, 0).UTC(), Message: msg}
+		c.Authored = c.Time
+		if len(f) > 2 {
+			if a, err := strconv.ParseInt(f[2], 10, 64); err == nil {
+				c.Authored = time.Unix(a, 0).UTC()
+			}
+		}
+		commits = append(commits, c)
 	}
 	return commits
 }
@@ -164,7 +172,10 @@ func (v *Verification) commitsFor(a Attempt) []commitEvidence {
 	for _, c := range v.Commits {
 		// An unknown time (the dispatch file is gone, as after the cleanup of
 		// a finished pipeline) leaves the whole history read as the window.
-		if start.IsZero() || !c.Time.Before(start) && (end.IsZero() || !c.Time.After(end)) {
+		// A commit counts when it was made, or its work authored, in the
+		// window: an amend or a rebase moves the first, not the second.
+		in := func(t time.Time) bool { return !t.Before(start) && (end.IsZero() || !t.After(end)) }
+		if start.IsZero() || in(c.Time) || in(c.Authored) {
 			inWindow = append(inWindow, c)
 		}
 	}

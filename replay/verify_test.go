@@ -145,3 +145,21 @@ func TestAnotherTasksCommitIsNotEvidence(t *testing.T) {
 		t.Errorf("a commit naming task 2 verified task 1: %+v", f)
 	}
 }
+
+// An amended or rebased commit keeps its author date: its work counts in the
+// window where it was authored, though it was committed again later.
+func TestAmendedCommitStillVerifies(t *testing.T) {
+	v := &Verification{
+		Kinds:   DefaultRoleKinds(),
+		Commits: []Commit{{ID: "3333333333", Time: at(19), Authored: at(11), Message: "task 2: the lexer"}},
+	}
+	dur := 120
+	impl := Attempt{Seq: 4, File: "4-implementer.md", Role: "implementer", Status: "completed", Task: intp(2), Duration: &dur, Time: at(10)}
+	if f := v.Verify(Dispatch{}, impl); !f.OK {
+		t.Errorf("amended commit not accepted: %+v", f)
+	}
+	v.Commits[0].Authored = at(19)
+	if f := v.Verify(Dispatch{}, impl); f.OK {
+		t.Errorf("a commit made and authored after the window accepted: %+v", f)
+	}
+}
