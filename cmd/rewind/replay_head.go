@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -24,11 +25,40 @@ func planHeadMove(c *cli.Context, plan *replay.Plan, store *checkpoint.Store) (*
 		return nil, err
 	}
 	for _, cp := range cps {
-		if cp.ID == plan.Restore.ID {
-			return replay.PlanHeadMove(c.Context, opts(c).WorkTree, cp.Branch, cp.Head)
+		if cp.ID != plan.Restore.ID {
+			continue
 		}
+		if cp.Head == "" {
+			warnNoHead(c, cp)
+			return nil, nil
+		}
+		return replay.PlanHeadMove(c.Context, opts(c).WorkTree, cp.Branch, cp.Head)
 	}
 	return nil, nil
+}
+
+// warnNoHead says that a checkpoint without a recorded HEAD (crucible's own
+// checkpoint procedure records none) leaves the branch where it is, and names
+// the commits made since it was taken, which stay: a redone dispatch starts on
+// top of them.
+func warnNoHead(c *cli.Context, cp *checkpoint.Checkpoint) {
+	out, err := gitexec.Project{Dir: opts(c).WorkTree}.Run(c.Context, "log", "-z", "--format=%h %s", fmt.Sprintf("--since=@%d", cp.Time.Unix()), "HEAD")
+	var commits []string
+	if err == nil {
+		for _, rec := range strings.Split(string(out), "\x00") {
+			if rec = strings.TrimSpace(rec); rec != "" {
+				commits = append(commits, rec)
+			}
+		}
+	}
+	msg := fmt.Sprintf("checkpoint %s (%s) recorded no project HEAD (crucible's checkpoint procedure records none): the restore puts files back and leaves the branch where it is", cp.Short(), cp.Reason)
+	if n := len(commits); n > 0 {
+		if n > 5 {
+			commits = append(commits[:5], "...")
+		}
+		msg += fmt.Sprintf("; %s made since it stay on the branch: %s", plural(n, "commit", "commits"), strings.Join(commits, ", "))
+	}
+	opts(c).warnf("%s", msg)
 }
 
 // headRefusal is the fail-closed guard's error for a move that cannot be made.
