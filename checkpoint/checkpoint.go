@@ -81,9 +81,20 @@ func (s *Store) List(ctx context.Context) ([]*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.manifestRows(ctx, own, theirs)
+	rows, named, err := s.manifestRows(ctx, own, theirs)
 	if err != nil {
 		return nil, err
+	}
+	if named != nil {
+		// The procedure evicts a checkpoint by dropping its row: a commit of
+		// its on HEAD that no row names any more is one it evicted.
+		kept := theirs[:0]
+		for _, c := range theirs {
+			if named(c.ID) {
+				kept = append(kept, c)
+			}
+		}
+		theirs = kept
 	}
 	theirs = mergeByTime(theirs, rows)
 	if len(theirs) == 0 {
@@ -128,13 +139,16 @@ func mergeByTime(a, b []*Checkpoint) []*Checkpoint {
 // and source and the commit's tree. Rows naming rewind's own commits are a
 // cache of its refs and never read (an evicted checkpoint stays evicted), nor
 // are rows naming no commit in the store (crucible's prune drops them too).
-func (s *Store) manifestRows(ctx context.Context, own, theirs []*Checkpoint) ([]*Checkpoint, error) {
+//
+// named reports whether a row names a commit id; it is nil without a
+// manifest (a missing one says nothing of what the procedure evicted).
+func (s *Store) manifestRows(ctx context.Context, own, theirs []*Checkpoint) (out []*Checkpoint, named func(string) bool, err error) {
 	data, err := os.ReadFile(s.manifestFile())
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	type row struct{ hash, stamp, reason, source string }
 	var rows []row
@@ -148,6 +162,14 @@ func (s *Store) manifestRows(ctx context.Context, own, theirs []*Checkpoint) ([]
 			continue // the header, its rule, or not a row
 		}
 		rows = append(rows, r)
+	}
+	named = func(id string) bool {
+		for _, r := range rows {
+			if strings.HasPrefix(id, strings.ToLower(r.hash)) {
+				return true
+			}
+		}
+		return false
 	}
 	known := func(hash, reason string) (*Checkpoint, bool) {
 		var match *Checkpoint
@@ -163,7 +185,6 @@ func (s *Store) manifestRows(ctx context.Context, own, theirs []*Checkpoint) ([]
 		}
 		return match, false
 	}
-	var out []*Checkpoint
 	var unknown []row
 	for _, r := range rows {
 		c, same := known(r.hash, r.reason)
@@ -182,7 +203,7 @@ func (s *Store) manifestRows(ctx context.Context, own, theirs []*Checkpoint) ([]
 		}
 		found, err := s.catCommits(ctx, in.String())
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for i, r := range unknown {
 			c := found[i]
@@ -192,7 +213,7 @@ func (s *Store) manifestRows(ctx context.Context, own, theirs []*Checkpoint) ([]
 			out = append(out, &Checkpoint{ID: c.id, Tree: c.tree, Reason: r.reason, Source: r.source, Time: rowTime(r.stamp, c.time), Procedure: true, orphan: true})
 		}
 	}
-	return out, nil
+	return out, named, nil
 }
 
 // identityEmail is the committer of every commit rewind makes (gitexec's
