@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -88,6 +90,12 @@ func reorderArgs(app *cli.App, args []string) ([]string, error) {
 				if i+1 >= len(args) {
 					return nil, usageErrorf("flag %s needs a value", a)
 				}
+				if len(path) == 2 && path[0].cmd.Name == "dispatch" && looksLikeOption(args[i+1]) {
+					// argparse takes "--summary -x" for two options, and
+					// refuses (--summary=-x is the way to pass it).
+					fmt.Fprintf(app.ErrWriter, "%s: error: argument %s: expected one argument\n", where(), strings.SplitN(a, "=", 2)[0])
+					return nil, silentExit(exitUsage)
+				}
 				i++
 				*dest = append(*dest, args[i])
 			}
@@ -128,6 +136,14 @@ func reorderArgs(app *cli.App, args []string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// looksLikeOption is argparse's test of a word after an option that takes a
+// value: it starts with '-' and is not a negative number.
+func looksLikeOption(s string) bool {
+	return len(s) > 1 && s[0] == '-' && !negativeNumber.MatchString(s)
+}
+
+var negativeNumber = regexp.MustCompile(`^-\d+$|^-\d*\.\d+$`)
 
 func flagTable(flags []cli.Flag) map[string]cli.Flag {
 	t := map[string]cli.Flag{}
