@@ -207,7 +207,7 @@ func (s *Store) manifestRows(ctx context.Context, own, theirs []*Checkpoint) (ou
 		}
 		for i, r := range unknown {
 			c := found[i]
-			if c == nil || c.committer == identityEmail {
+			if c == nil || c.committer == gitexec.IdentityEmail {
 				continue
 			}
 			out = append(out, &Checkpoint{ID: c.id, Tree: c.tree, Reason: r.reason, Source: r.source, Time: rowTime(r.stamp, c.time), Procedure: true, orphan: true})
@@ -215,10 +215,6 @@ func (s *Store) manifestRows(ctx context.Context, own, theirs []*Checkpoint) (ou
 	}
 	return out, named, nil
 }
-
-// identityEmail is the committer of every commit rewind makes (gitexec's
-// fixed identity).
-const identityEmail = "rewind@localhost"
 
 func rowTime(stamp string, fallback time.Time) time.Time {
 	if t := parseStamp(stamp); !t.IsZero() {

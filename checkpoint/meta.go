@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -240,10 +241,10 @@ func execIndex(perm os.FileMode) int {
 	return 0
 }
 
+// errText is an error without the path an *os.PathError repeats.
 func errText(err error) string {
 	var pe *os.PathError
-	if e, ok := err.(*os.PathError); ok {
-		pe = e
+	if errors.As(err, &pe) {
 		return pe.Err.Error()
 	}
 	return err.Error()

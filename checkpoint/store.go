@@ -824,22 +824,12 @@ func (e *InterruptedError) Unwrap() error { return ErrInterrupted }
 func (e *InterruptedError) Hints() []string {
 	var files strings.Builder
 	for _, f := range e.Files {
-		files.WriteString(" --file " + shellQuote(":/"+f))
+		files.WriteString(" --file " + gitexec.ShellQuote(":/"+f))
 	}
 	return []string{
 		fmt.Sprintf("finish it: rewind checkpoint restore %s%s --yes", e.Target, files.String()),
 		fmt.Sprintf("or undo it: rewind checkpoint restore %s --yes (the safety checkpoint taken before it)", e.Safety),
 	}
-}
-
-// shellQuote quotes a path for a command line a user can paste.
-func shellQuote(p string) string {
-	if p != "" && strings.IndexFunc(p, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:@%+,", r))
-	}) < 0 {
-		return p
-	}
-	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 }
 
 type restoreMarker struct {

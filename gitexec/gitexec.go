@@ -178,12 +178,13 @@ func scrubbedEnv(override ...string) []string {
 func quoteArgs(args []string) string {
 	q := make([]string, len(args))
 	for i, a := range args {
-		q[i] = shellQuote(a)
+		q[i] = ShellQuote(a)
 	}
 	return strings.Join(q, " ")
 }
 
-func shellQuote(s string) string {
+// ShellQuote quotes s for a command line a user can paste into a shell.
+func ShellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:@%+,", r))
 	}) < 0 {

@@ -31,7 +31,7 @@ type Shadow struct {
 // Identity is the author and committer of every shadow commit.
 const (
 	identityName  = "rewind"
-	identityEmail = "rewind@localhost"
+	IdentityEmail = "rewind@localhost"
 )
 
 // ShadowAttributes makes every snapshot byte-exact: no end-of-line conversion, no
@@ -103,10 +103,10 @@ func (s Shadow) env() []string {
 		"GIT_TERMINAL_PROMPT=0",
 		"GIT_NO_REPLACE_OBJECTS=1",
 		"GIT_AUTHOR_NAME="+identityName,
-		"GIT_AUTHOR_EMAIL="+identityEmail,
+		"GIT_AUTHOR_EMAIL="+IdentityEmail,
 		"GIT_AUTHOR_DATE="+stamp,
 		"GIT_COMMITTER_NAME="+identityName,
-		"GIT_COMMITTER_EMAIL="+identityEmail,
+		"GIT_COMMITTER_EMAIL="+IdentityEmail,
 		"GIT_COMMITTER_DATE="+stamp,
 		"HOME="+s.ConfigHome,
 		"XDG_CONFIG_HOME="+s.ConfigHome,
