@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // RestoreOptions steer a restore.
@@ -488,6 +490,13 @@ func (s *Store) apply(ctx context.Context, entries map[string]string, p *restore
 				oldPerms[w] = fi.Mode().Perm()
 			}
 		}
+	}
+	if target.meta != nil {
+		// git writes files with the umask's bits and the recorded ones are
+		// set after: until then a 0600 secret must not be 0644. (The process
+		// umask; nothing else creates files meanwhile.)
+		old := unix.Umask(0o077)
+		defer unix.Umask(old)
 	}
 	if err := s.checkout(ctx, entries, p.write); err != nil {
 		return err
