@@ -198,14 +198,55 @@ var archiveNameRE = regexp.MustCompile(`^(.+)_(\d{8}T\d{6}Z)(?:-(\d+))?$`)
 // archiveStamp is the timestamp in an archive's name, sortable as text.
 const archiveStamp = "20060102T150405Z"
 
+// ArchiveSeqFile is the file in each archive that holds its sequence number:
+// one more than the highest of the archives there when it was made, so it only
+// grows, whatever the clock (or --now) says.
+const ArchiveSeqFile = ".sequence"
+
+// archiveEntry is one archive directory, as rotation ranks it.
+type archiveEntry struct {
+	name, stamp string
+	n           int   // the -N suffix (0 when none)
+	seq         int64 // its sequence number; 0 for an archive made before they were recorded
+}
+
+// listArchives reads the archives in dir: directories named
+// <id>_<YYYYMMDDTHHMMSSZ>[-N], with their sequence numbers.
+func listArchives(archives string) ([]archiveEntry, error) {
+	entries, err := os.ReadDir(archives)
+	if err != nil {
+		return nil, err
+	}
+	var list []archiveEntry
+	for _, e := range entries {
+		m := archiveNameRE.FindStringSubmatch(e.Name())
+		if !e.IsDir() || m == nil {
+			continue
+		}
+		n, _ := strconv.Atoi(m[3])
+		a := archiveEntry{name: e.Name(), stamp: m[2], n: n}
+		if data, err := os.ReadFile(filepath.Join(archives, e.Name(), ArchiveSeqFile)); err == nil {
+			if v, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err == nil && v > 0 {
+				a.seq = v
+			}
+		}
+		list = append(list, a)
+	}
+	return list, nil
+}
+
 // Archive moves phase.json and execution.json into
 // memory/state/.archive/<workflow_id>_<timestamp>/ and deletes the oldest
 // archives beyond the newest keep. It works on state that does not validate
 // (archiving corrupt state is what the skill does with it): a workflow_id it
 // cannot read is "unknown". The archive is built under a temporary name and
 // renamed into place before the originals are removed, so a kill leaves the
-// state where it was or archived whole; archives are ordered by the time in
-// their names, and directories not named so are never deleted.
+// state where it was or archived whole. Archives are ordered by the sequence
+// number each records (the order they were made, never the time in their
+// names, which --now or a clock set back can make go backwards); the archive
+// just made is never deleted, a name's -N suffix is always above every suffix
+// of that name already there, and directories not named as archives are never
+// deleted.
 func Archive(root string, now time.Time, keep int) (*ArchiveResult, error) {
 	dir := StateDirOf(root)
 	files := []string{}
@@ -234,9 +275,26 @@ func Archive(root string, now time.Time, keep int) (*ArchiveResult, error) {
 		return nil, fmt.Errorf("archive: %w", err)
 	}
 	removeTempDirs(archives)
-	name := id + "_" + now.UTC().Format(archiveStamp)
-	for n := 2; exists(filepath.Join(archives, name)); n++ {
-		name = id + "_" + now.UTC().Format(archiveStamp) + "-" + strconv.Itoa(n)
+	existing, err := listArchives(archives)
+	if err != nil {
+		return nil, fmt.Errorf("archive: %w", err)
+	}
+	base := id + "_" + now.UTC().Format(archiveStamp)
+	var seq int64
+	suffix := 0 // the highest -N of base there (1 for base itself)
+	for _, a := range existing {
+		seq = max(seq, a.seq)
+		if m := archiveNameRE.FindStringSubmatch(a.name); m != nil && m[1]+"_"+m[2] == base {
+			suffix = max(suffix, max(a.n, 1))
+		}
+	}
+	seq++
+	name := base
+	if suffix > 0 {
+		name = base + "-" + strconv.Itoa(suffix+1)
+	}
+	for n := suffix + 2; exists(filepath.Join(archives, name)); n++ {
+		name = base + "-" + strconv.Itoa(n) // a non-directory of that name
 	}
 	tmp := filepath.Join(archives, ".tmp-"+name)
 	if err := os.Mkdir(tmp, 0o755); err != nil {
@@ -251,6 +309,10 @@ func Archive(root string, now time.Time, keep int) (*ArchiveResult, error) {
 			os.RemoveAll(tmp)
 			return nil, fmt.Errorf("archive %s: %w", f, err)
 		}
+	}
+	if err := writeFileAtomic(filepath.Join(tmp, ArchiveSeqFile), []byte(strconv.FormatInt(seq, 10)+"\n")); err != nil {
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("archive: %w", err)
 	}
 	final := filepath.Join(archives, name)
 	if err := os.Rename(tmp, final); err != nil {
@@ -272,32 +334,31 @@ func Archive(root string, now time.Time, keep int) (*ArchiveResult, error) {
 		return nil, err
 	}
 	res := &ArchiveResult{Dir: final, Files: files}
-	removed, err := rotateArchives(archives, keep)
+	removed, err := rotateArchives(archives, name, keep)
 	res.Removed = removed
 	return res, err
 }
 
-// rotateArchives deletes the oldest archives beyond keep.
-func rotateArchives(archives string, keep int) ([]string, error) {
-	entries, err := os.ReadDir(archives)
+// rotateArchives deletes the oldest archives beyond keep, never the archive
+// just made (made). Archives rank by their sequence numbers; those made before
+// sequence numbers were recorded rank below every other, among themselves by
+// the time in their names.
+func rotateArchives(archives, made string, keep int) ([]string, error) {
+	all, err := listArchives(archives)
 	if err != nil {
 		return nil, fmt.Errorf("archive rotation: %w", err)
 	}
-	type arch struct {
-		name, stamp string
-		n           int
-	}
-	var list []arch
-	for _, e := range entries {
-		m := archiveNameRE.FindStringSubmatch(e.Name())
-		if !e.IsDir() || m == nil {
-			continue
+	var list []archiveEntry
+	for _, a := range all {
+		if a.name != made {
+			list = append(list, a)
 		}
-		n, _ := strconv.Atoi(m[3])
-		list = append(list, arch{e.Name(), m[2], n})
 	}
 	sort.Slice(list, func(i, j int) bool {
 		a, b := list[i], list[j]
+		if a.seq != b.seq {
+			return a.seq > b.seq
+		}
 		if a.stamp != b.stamp {
 			return a.stamp > b.stamp
 		}
@@ -307,7 +368,7 @@ func rotateArchives(archives string, keep int) ([]string, error) {
 		return a.name > b.name
 	})
 	var removed []string
-	for i := keep; i < len(list); i++ {
+	for i := max(keep-1, 0); i < len(list); i++ {
 		if err := os.RemoveAll(filepath.Join(archives, list[i].name)); err != nil {
 			return removed, fmt.Errorf("archive rotation: %w", err)
 		}
