@@ -180,6 +180,8 @@ func stateError(err error, dir string) error {
 		return withHint(withCode(exitFailure, err), hints...)
 	case errors.As(err, &pe):
 		return withHint(withCode(exitFailure, err), "nothing was changed; fix the file by hand (the README's \"state\" section has the format)")
+	case errors.Is(err, state.ErrInterrupted):
+		return withHint(withCode(exitGuard, err), "check both files and clear it first: rewind state recover "+stateQuote(dir))
 	case errors.As(err, &ue):
 		return withCode(exitUsage, err)
 	case errors.Is(err, state.ErrUnknownFile):

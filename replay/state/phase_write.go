@@ -416,6 +416,19 @@ type UsageError struct{ Msg string }
 
 func (e *UsageError) Error() string { return e.Msg }
 
+// ErrInterrupted is an update refused because phase.json says
+// interruption_safe false: an earlier update was killed between its writes,
+// and only Recover, which checks both files, may clear that.
+var ErrInterrupted = errors.New("interruption_safe is false: an update of the state was interrupted")
+
+// refuseInterrupted refuses an update over the marker a killed update left.
+func (s *PhaseStore) refuseInterrupted() error {
+	if s.Phase != nil && !s.Phase.InterruptionSafe {
+		return fmt.Errorf("%s: %w; refused, nothing written", s.PhasePath, ErrInterrupted)
+	}
+	return nil
+}
+
 // Set updates phase.json: current_phase and phase_status, a completed phase
 // (status complete adds the phase to completed_phases with its output), a user
 // approval, last_updated. Setting an earlier phase than the current one runs
@@ -433,6 +446,9 @@ func Set(root string, o SetOptions) (*PhaseState, error) {
 	}
 	s, err := LoadPhaseStore(root)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.refuseInterrupted(); err != nil {
 		return nil, err
 	}
 	ts := o.Now.UTC().Format(time.RFC3339)
@@ -495,7 +511,8 @@ var ErrUnknownFile = errors.New("not a state file rewind knows")
 // skill's schemas; phase.json's phase progression too), .pipeline-state.md (the
 // playbook's format). A JSON document is written in rewind's layout with
 // interruption_safe set by the write protocol (see commit); a playbook file is
-// written as given. Nothing is written when the document does not fit.
+// written as given. Nothing is written when the document does not fit, nor
+// over a phase.json that says interruption_safe false (ErrInterrupted).
 func WriteDocument(file string, data []byte) error {
 	base := filepath.Base(file)
 	switch base {
@@ -506,6 +523,9 @@ func WriteDocument(file string, data []byte) error {
 		// execution.json update; one that does not parse is left alone.
 		if old, err := readState(s.PhasePath); err == nil {
 			s.Phase, _ = ParsePhase(s.PhasePath, old)
+		}
+		if err := s.refuseInterrupted(); err != nil {
+			return err
 		}
 		if base == PhaseFile {
 			p, err := ParsePhase(file, data)
