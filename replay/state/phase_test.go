@@ -186,7 +186,7 @@ func TestSafeName(t *testing.T) {
 
 func TestWriteDocumentUnknownFile(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "notes.json")
-	if err := WriteDocument(f, []byte(`{}`)); !errors.Is(err, ErrUnknownFile) || exists(f) {
+	if err := WriteDocument(f, []byte(`{}`), testNow); !errors.Is(err, ErrUnknownFile) || exists(f) {
 		t.Errorf("got %v", err)
 	}
 }

@@ -416,6 +416,40 @@ type UsageError struct{ Msg string }
 
 func (e *UsageError) Error() string { return e.Msg }
 
+// ValidationError is a Set or WriteDocument refused because the state it
+// would write does not pass the validations check runs (all but staleness,
+// which depends on the clock): check would block it. Nothing is written.
+type ValidationError struct {
+	File     string
+	Findings []Finding
+}
+
+func (e *ValidationError) Error() string {
+	msg := e.File + ": refused, nothing written: " + e.Findings[0].Message
+	if n := len(e.Findings) - 1; n > 0 {
+		msg += fmt.Sprintf(" (and %d more)", n)
+	}
+	return msg
+}
+
+// writeFindings are the validations check runs (see validate) that the state
+// in s fails, but staleness and the interruption marker (the write protocol
+// sets it).
+func writeFindings(s *PhaseStore, now time.Time) []Finding {
+	if s.Phase == nil {
+		return nil
+	}
+	d := &PhaseDecision{Store: s}
+	d.validate(CheckOptions{Now: now, AllowStale: true})
+	var out []Finding
+	for _, f := range d.Blocking {
+		if f.Kind != "interrupted_write" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // ErrInterrupted is an update refused because phase.json says
 // interruption_safe false: an earlier update was killed between its writes,
 // and only Recover, which checks both files, may clear that.
@@ -496,6 +530,11 @@ func Set(root string, o SetOptions) (*PhaseState, error) {
 	if _, err := ParsePhase(s.PhasePath, p.Bytes()); err != nil {
 		return nil, err
 	}
+	next := *s
+	next.Phase = &p
+	if f := writeFindings(&next, o.Now); len(f) > 0 {
+		return nil, &ValidationError{File: s.PhasePath, Findings: f}
+	}
 	if err := s.commit(&p, nil); err != nil {
 		return nil, err
 	}
@@ -509,16 +548,25 @@ var ErrUnknownFile = errors.New("not a state file rewind knows")
 // WriteDocument writes data, a whole new state document, to file after
 // validating it against the file's schema: phase.json and execution.json (the
 // skill's schemas; phase.json's phase progression too), .pipeline-state.md (the
-// playbook's format). A JSON document is written in rewind's layout with
-// interruption_safe set by the write protocol (see commit); a playbook file is
-// written as given. Nothing is written when the document does not fit, nor
-// over a phase.json that says interruption_safe false (ErrInterrupted).
-func WriteDocument(file string, data []byte) error {
+// playbook's format). A style-2 document must also pass the validations check
+// runs, but staleness (a *ValidationError): phase.json all of them (outputs
+// exist, no timestamp after now, last_updated not before started_at, the
+// workflow of execution.json), execution.json those about it (its workflow is
+// phase.json's, no timestamp after now). A JSON document is written in
+// rewind's layout with interruption_safe set by the write protocol (see
+// commit); a playbook file is written as given. Nothing is written when the
+// document does not fit, nor over a phase.json that says interruption_safe
+// false (ErrInterrupted).
+func WriteDocument(file string, data []byte, now time.Time) error {
 	base := filepath.Base(file)
 	switch base {
 	case PhaseFile, ExecutionFile:
 		dir := filepath.Dir(file)
-		s := &PhaseStore{PhasePath: filepath.Join(dir, PhaseFile), ExecPath: filepath.Join(dir, ExecutionFile)}
+		root := dir
+		if abs, err := filepath.Abs(dir); err == nil && filepath.Base(abs) == "state" && filepath.Base(filepath.Dir(abs)) == "memory" {
+			root = filepath.Join(dir, "..", "..")
+		}
+		s := &PhaseStore{Root: root, PhasePath: filepath.Join(dir, PhaseFile), ExecPath: filepath.Join(dir, ExecutionFile)}
 		// The sibling phase.json carries interruption_safe for an
 		// execution.json update; one that does not parse is left alone.
 		if old, err := readState(s.PhasePath); err == nil {
@@ -527,6 +575,7 @@ func WriteDocument(file string, data []byte) error {
 		if err := s.refuseInterrupted(); err != nil {
 			return err
 		}
+		next := *s
 		if base == PhaseFile {
 			p, err := ParsePhase(file, data)
 			if err != nil {
@@ -535,11 +584,28 @@ func WriteDocument(file string, data []byte) error {
 			if problems := p.progression(); len(problems) > 0 {
 				return &SchemaError{File: file, Problems: problems}
 			}
+			if old, err := readState(s.ExecPath); err == nil {
+				next.Exec, _ = ParseExecution(s.ExecPath, old)
+			}
+			next.Phase = p
+			if f := writeFindings(&next, now); len(f) > 0 {
+				return &ValidationError{File: file, Findings: f}
+			}
 			return s.commit(p, nil)
 		}
 		x, err := ParseExecution(file, data)
 		if err != nil {
 			return err
+		}
+		next.Exec = x
+		var mine []Finding
+		for _, f := range writeFindings(&next, now) {
+			if f.Kind == "workflow_mismatch" || f.Kind == "timestamp_in_future" && (strings.HasPrefix(f.Message, ExecutionFile+" ") || strings.HasPrefix(f.Message, "task ")) {
+				mine = append(mine, f)
+			}
+		}
+		if len(mine) > 0 {
+			return &ValidationError{File: file, Findings: mine}
 		}
 		return s.commit(nil, x)
 	case PlaybookFile:
