@@ -546,6 +546,11 @@ func stateResume(c *cli.Context) (*stateOutput, error) {
 	}
 	switch d.Decision {
 	case state.DecisionBlocked:
+		// --json prints the decision, as check does (written and note null);
+		// the text form says it all on stderr.
+		if o.JSON {
+			return statePlaybookOutput(d), statePlaybookBlocked(d)
+		}
 		return nil, statePlaybookBlocked(d)
 	case state.DecisionWaitingForHuman:
 		return nil, withHint(exitErrorf(exitFailure, "not resumed: human checkpoint %q is pending", d.Pending),
