@@ -556,7 +556,8 @@ var ErrUnknownFile = errors.New("not a state file rewind knows")
 // rewind's layout with interruption_safe set by the write protocol (see
 // commit); a playbook file is written as given. Nothing is written when the
 // document does not fit, nor over a phase.json that says interruption_safe
-// false (ErrInterrupted).
+// false (ErrInterrupted). An unfinished playbook run must have a current_stage
+// and a spec_hash check accepts, or it is refused the same way.
 func WriteDocument(file string, data []byte, now time.Time) error {
 	base := filepath.Base(file)
 	switch base {
@@ -609,8 +610,19 @@ func WriteDocument(file string, data []byte, now time.Time) error {
 		}
 		return s.commit(nil, x)
 	case PlaybookFile:
-		if _, err := ParsePlaybook(file, data); err != nil {
+		p, err := ParsePlaybook(file, data)
+		if err != nil {
 			return err
+		}
+		// An unfinished run must pass check's guards: a current_stage, and a
+		// spec_hash that is the spec's (see checkSpecHash).
+		if Unfinished(p.Status()) {
+			if p.CurrentStage() == "" {
+				return &ValidationError{File: file, Findings: []Finding{{"stage_missing", "no current_stage in the header of an unfinished run (" + p.Status() + ")"}}}
+			}
+			if f := checkSpecHash(filepath.Dir(file), p); f != nil {
+				return &ValidationError{File: file, Findings: []Finding{*f}}
+			}
 		}
 		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 			return err
