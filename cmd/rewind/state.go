@@ -170,6 +170,7 @@ func stateError(err error, dir string) error {
 	var pe *state.ParseError
 	var ue *state.UsageError
 	var oe *state.OutputStatusError
+	var ve *state.ValidationError
 	switch {
 	case errors.As(err, &se):
 		var hints []string
@@ -180,6 +181,14 @@ func stateError(err error, dir string) error {
 		return withHint(withCode(exitFailure, err), hints...)
 	case errors.As(err, &pe):
 		return withHint(withCode(exitFailure, err), "nothing was changed; fix the file by hand (the README's \"state\" section has the format)")
+	case errors.As(err, &ve):
+		var hints []string
+		for _, f := range ve.Findings[1:] {
+			hints = append(hints, "also: "+f.Message)
+		}
+		return withHint(withCode(exitUsage, err), append(hints, "rewind state check would block this state")...)
+	case errors.Is(err, state.ErrInterrupted):
+		return withHint(withCode(exitGuard, err), "check both files and clear it first: rewind state recover "+stateQuote(dir))
 	case errors.As(err, &ue):
 		return withCode(exitUsage, err)
 	case errors.Is(err, state.ErrUnknownFile):
@@ -537,6 +546,11 @@ func stateResume(c *cli.Context) (*stateOutput, error) {
 	}
 	switch d.Decision {
 	case state.DecisionBlocked:
+		// --json prints the decision, as check does (written and note null);
+		// the text form says it all on stderr.
+		if o.JSON {
+			return statePlaybookOutput(d), statePlaybookBlocked(d)
+		}
 		return nil, statePlaybookBlocked(d)
 	case state.DecisionWaitingForHuman:
 		return nil, withHint(exitErrorf(exitFailure, "not resumed: human checkpoint %q is pending", d.Pending),
@@ -669,7 +683,7 @@ func stateWrite(c *cli.Context) (*stateOutput, error) {
 	if len(data) > stateMaxDocument {
 		return nil, exitErrorf(exitFailure, "the document on stdin is over %d bytes: not a state file; nothing written", stateMaxDocument)
 	}
-	if err := state.WriteDocument(file, data); err != nil {
+	if err := state.WriteDocument(file, data, o.Now()); err != nil {
 		var se *state.SchemaError
 		if errors.As(err, &se) {
 			var hints []string

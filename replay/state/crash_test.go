@@ -302,6 +302,14 @@ func (k *killer) roundSet(dir string, want map[string][]byte) {
 		k.outcomes["set: old"]++
 	case bytes.Equal(got, marked.Bytes()):
 		k.outcomes["set: marked"]++
+		// set never clears the marker itself: recover checks both files first.
+		cmd := k.command("set", dir)
+		if b, err := cmd.CombinedOutput(); cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 4 {
+			k.t.Fatalf("state set over interruption_safe false: %v, want exit 4\n%s", err, b)
+		}
+		if b, err := k.command("recover", dir).CombinedOutput(); err != nil {
+			k.t.Fatalf("state recover after a kill: %v\n%s", err, b)
+		}
 	case bytes.Equal(got, want[PhaseFile]):
 		k.outcomes["set: new"]++
 	default:

@@ -137,7 +137,9 @@ func TestArchiveRotationOrder(t *testing.T) {
 	for _, name := range []string{"zz_20260101T000000Z", "aa_20260103T000000Z", "mm_20260102T000000Z", "mm_20260102T000000Z-2", "mm_20260102T000000Z-10", "keep-me", ".tmp-x_20260109T000000Z"} {
 		os.MkdirAll(filepath.Join(archives, name), 0o755)
 	}
-	removed, err := rotateArchives(archives, 3)
+	// made names the archive just made, which counts among the kept ones;
+	// with none, keep 4 keeps three.
+	removed, err := rotateArchives(archives, "", 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +153,29 @@ func TestArchiveRotationOrder(t *testing.T) {
 	}
 }
 
+func TestArchiveRotationBySequence(t *testing.T) {
+	root := t.TempDir()
+	archives := filepath.Join(StateDirOf(root), ArchiveDir)
+	// Sequenced archives rank by their sequence, above every archive made
+	// before sequences were recorded; the archive just made is never removed.
+	for name, seq := range map[string]string{"w_20260105T000000Z": "", "w_20260101T000000Z": "1\n", "w_20270101T000000Z": "2\n", "w_20250101T000000Z": "3\n", "w_20200101T000000Z": "4\n"} {
+		os.MkdirAll(filepath.Join(archives, name), 0o755)
+		if seq != "" {
+			os.WriteFile(filepath.Join(archives, name, ArchiveSeqFile), []byte(seq), 0o644)
+		}
+	}
+	removed, err := rotateArchives(archives, "w_20200101T000000Z", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(removed, " "); got != "w_20270101T000000Z w_20260101T000000Z w_20260105T000000Z" {
+		t.Errorf("removed %s", got)
+	}
+	if !exists(filepath.Join(archives, "w_20200101T000000Z")) || !exists(filepath.Join(archives, "w_20250101T000000Z")) {
+		t.Error("a kept archive was removed")
+	}
+}
+
 func TestSafeName(t *testing.T) {
 	for in, want := range map[string]string{"wf-1": "wf-1", "../../etc": "_.._etc", "a b/c": "a_b_c", "..": "unknown", "": "unknown"} {
 		if got := safeName(in); got != want {
@@ -161,7 +186,7 @@ func TestSafeName(t *testing.T) {
 
 func TestWriteDocumentUnknownFile(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "notes.json")
-	if err := WriteDocument(f, []byte(`{}`)); !errors.Is(err, ErrUnknownFile) || exists(f) {
+	if err := WriteDocument(f, []byte(`{}`), testNow); !errors.Is(err, ErrUnknownFile) || exists(f) {
 		t.Errorf("got %v", err)
 	}
 }

@@ -198,14 +198,55 @@ var archiveNameRE = regexp.MustCompile(`^(.+)_(\d{8}T\d{6}Z)(?:-(\d+))?$`)
 // archiveStamp is the timestamp in an archive's name, sortable as text.
 const archiveStamp = "20060102T150405Z"
 
+// ArchiveSeqFile is the file in each archive that holds its sequence number:
+// one more than the highest of the archives there when it was made, so it only
+// grows, whatever the clock (or --now) says.
+const ArchiveSeqFile = ".sequence"
+
+// archiveEntry is one archive directory, as rotation ranks it.
+type archiveEntry struct {
+	name, stamp string
+	n           int   // the -N suffix (0 when none)
+	seq         int64 // its sequence number; 0 for an archive made before they were recorded
+}
+
+// listArchives reads the archives in dir: directories named
+// <id>_<YYYYMMDDTHHMMSSZ>[-N], with their sequence numbers.
+func listArchives(archives string) ([]archiveEntry, error) {
+	entries, err := os.ReadDir(archives)
+	if err != nil {
+		return nil, err
+	}
+	var list []archiveEntry
+	for _, e := range entries {
+		m := archiveNameRE.FindStringSubmatch(e.Name())
+		if !e.IsDir() || m == nil {
+			continue
+		}
+		n, _ := strconv.Atoi(m[3])
+		a := archiveEntry{name: e.Name(), stamp: m[2], n: n}
+		if data, err := os.ReadFile(filepath.Join(archives, e.Name(), ArchiveSeqFile)); err == nil {
+			if v, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err == nil && v > 0 {
+				a.seq = v
+			}
+		}
+		list = append(list, a)
+	}
+	return list, nil
+}
+
 // Archive moves phase.json and execution.json into
 // memory/state/.archive/<workflow_id>_<timestamp>/ and deletes the oldest
 // archives beyond the newest keep. It works on state that does not validate
 // (archiving corrupt state is what the skill does with it): a workflow_id it
 // cannot read is "unknown". The archive is built under a temporary name and
 // renamed into place before the originals are removed, so a kill leaves the
-// state where it was or archived whole; archives are ordered by the time in
-// their names, and directories not named so are never deleted.
+// state where it was or archived whole. Archives are ordered by the sequence
+// number each records (the order they were made, never the time in their
+// names, which --now or a clock set back can make go backwards); the archive
+// just made is never deleted, a name's -N suffix is always above every suffix
+// of that name already there, and directories not named as archives are never
+// deleted.
 func Archive(root string, now time.Time, keep int) (*ArchiveResult, error) {
 	dir := StateDirOf(root)
 	files := []string{}
@@ -234,9 +275,26 @@ func Archive(root string, now time.Time, keep int) (*ArchiveResult, error) {
 		return nil, fmt.Errorf("archive: %w", err)
 	}
 	removeTempDirs(archives)
-	name := id + "_" + now.UTC().Format(archiveStamp)
-	for n := 2; exists(filepath.Join(archives, name)); n++ {
-		name = id + "_" + now.UTC().Format(archiveStamp) + "-" + strconv.Itoa(n)
+	existing, err := listArchives(archives)
+	if err != nil {
+		return nil, fmt.Errorf("archive: %w", err)
+	}
+	base := id + "_" + now.UTC().Format(archiveStamp)
+	var seq int64
+	suffix := 0 // the highest -N of base there (1 for base itself)
+	for _, a := range existing {
+		seq = max(seq, a.seq)
+		if m := archiveNameRE.FindStringSubmatch(a.name); m != nil && m[1]+"_"+m[2] == base {
+			suffix = max(suffix, max(a.n, 1))
+		}
+	}
+	seq++
+	name := base
+	if suffix > 0 {
+		name = base + "-" + strconv.Itoa(suffix+1)
+	}
+	for n := suffix + 2; exists(filepath.Join(archives, name)); n++ {
+		name = base + "-" + strconv.Itoa(n) // a non-directory of that name
 	}
 	tmp := filepath.Join(archives, ".tmp-"+name)
 	if err := os.Mkdir(tmp, 0o755); err != nil {
@@ -251,6 +309,10 @@ func Archive(root string, now time.Time, keep int) (*ArchiveResult, error) {
 			os.RemoveAll(tmp)
 			return nil, fmt.Errorf("archive %s: %w", f, err)
 		}
+	}
+	if err := writeFileAtomic(filepath.Join(tmp, ArchiveSeqFile), []byte(strconv.FormatInt(seq, 10)+"\n")); err != nil {
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("archive: %w", err)
 	}
 	final := filepath.Join(archives, name)
 	if err := os.Rename(tmp, final); err != nil {
@@ -272,32 +334,31 @@ func Archive(root string, now time.Time, keep int) (*ArchiveResult, error) {
 		return nil, err
 	}
 	res := &ArchiveResult{Dir: final, Files: files}
-	removed, err := rotateArchives(archives, keep)
+	removed, err := rotateArchives(archives, name, keep)
 	res.Removed = removed
 	return res, err
 }
 
-// rotateArchives deletes the oldest archives beyond keep.
-func rotateArchives(archives string, keep int) ([]string, error) {
-	entries, err := os.ReadDir(archives)
+// rotateArchives deletes the oldest archives beyond keep, never the archive
+// just made (made). Archives rank by their sequence numbers; those made before
+// sequence numbers were recorded rank below every other, among themselves by
+// the time in their names.
+func rotateArchives(archives, made string, keep int) ([]string, error) {
+	all, err := listArchives(archives)
 	if err != nil {
 		return nil, fmt.Errorf("archive rotation: %w", err)
 	}
-	type arch struct {
-		name, stamp string
-		n           int
-	}
-	var list []arch
-	for _, e := range entries {
-		m := archiveNameRE.FindStringSubmatch(e.Name())
-		if !e.IsDir() || m == nil {
-			continue
+	var list []archiveEntry
+	for _, a := range all {
+		if a.name != made {
+			list = append(list, a)
 		}
-		n, _ := strconv.Atoi(m[3])
-		list = append(list, arch{e.Name(), m[2], n})
 	}
 	sort.Slice(list, func(i, j int) bool {
 		a, b := list[i], list[j]
+		if a.seq != b.seq {
+			return a.seq > b.seq
+		}
 		if a.stamp != b.stamp {
 			return a.stamp > b.stamp
 		}
@@ -307,7 +368,7 @@ func rotateArchives(archives string, keep int) ([]string, error) {
 		return a.name > b.name
 	})
 	var removed []string
-	for i := keep; i < len(list); i++ {
+	for i := max(keep-1, 0); i < len(list); i++ {
 		if err := os.RemoveAll(filepath.Join(archives, list[i].name)); err != nil {
 			return removed, fmt.Errorf("archive rotation: %w", err)
 		}
@@ -355,6 +416,53 @@ type UsageError struct{ Msg string }
 
 func (e *UsageError) Error() string { return e.Msg }
 
+// ValidationError is a Set or WriteDocument refused because the state it
+// would write does not pass the validations check runs (all but staleness,
+// which depends on the clock): check would block it. Nothing is written.
+type ValidationError struct {
+	File     string
+	Findings []Finding
+}
+
+func (e *ValidationError) Error() string {
+	msg := e.File + ": refused, nothing written: " + e.Findings[0].Message
+	if n := len(e.Findings) - 1; n > 0 {
+		msg += fmt.Sprintf(" (and %d more)", n)
+	}
+	return msg
+}
+
+// writeFindings are the validations check runs (see validate) that the state
+// in s fails, but staleness and the interruption marker (the write protocol
+// sets it).
+func writeFindings(s *PhaseStore, now time.Time) []Finding {
+	if s.Phase == nil {
+		return nil
+	}
+	d := &PhaseDecision{Store: s}
+	d.validate(CheckOptions{Now: now, AllowStale: true})
+	var out []Finding
+	for _, f := range d.Blocking {
+		if f.Kind != "interrupted_write" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// ErrInterrupted is an update refused because phase.json says
+// interruption_safe false: an earlier update was killed between its writes,
+// and only Recover, which checks both files, may clear that.
+var ErrInterrupted = errors.New("interruption_safe is false: an update of the state was interrupted")
+
+// refuseInterrupted refuses an update over the marker a killed update left.
+func (s *PhaseStore) refuseInterrupted() error {
+	if s.Phase != nil && !s.Phase.InterruptionSafe {
+		return fmt.Errorf("%s: %w; refused, nothing written", s.PhasePath, ErrInterrupted)
+	}
+	return nil
+}
+
 // Set updates phase.json: current_phase and phase_status, a completed phase
 // (status complete adds the phase to completed_phases with its output), a user
 // approval, last_updated. Setting an earlier phase than the current one runs
@@ -372,6 +480,9 @@ func Set(root string, o SetOptions) (*PhaseState, error) {
 	}
 	s, err := LoadPhaseStore(root)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.refuseInterrupted(); err != nil {
 		return nil, err
 	}
 	ts := o.Now.UTC().Format(time.RFC3339)
@@ -419,6 +530,11 @@ func Set(root string, o SetOptions) (*PhaseState, error) {
 	if _, err := ParsePhase(s.PhasePath, p.Bytes()); err != nil {
 		return nil, err
 	}
+	next := *s
+	next.Phase = &p
+	if f := writeFindings(&next, o.Now); len(f) > 0 {
+		return nil, &ValidationError{File: s.PhasePath, Findings: f}
+	}
 	if err := s.commit(&p, nil); err != nil {
 		return nil, err
 	}
@@ -432,20 +548,35 @@ var ErrUnknownFile = errors.New("not a state file rewind knows")
 // WriteDocument writes data, a whole new state document, to file after
 // validating it against the file's schema: phase.json and execution.json (the
 // skill's schemas; phase.json's phase progression too), .pipeline-state.md (the
-// playbook's format). A JSON document is written in rewind's layout with
-// interruption_safe set by the write protocol (see commit); a playbook file is
-// written as given. Nothing is written when the document does not fit.
-func WriteDocument(file string, data []byte) error {
+// playbook's format). A style-2 document must also pass the validations check
+// runs, but staleness (a *ValidationError): phase.json all of them (outputs
+// exist, no timestamp after now, last_updated not before started_at, the
+// workflow of execution.json), execution.json those about it (its workflow is
+// phase.json's, no timestamp after now). A JSON document is written in
+// rewind's layout with interruption_safe set by the write protocol (see
+// commit); a playbook file is written as given. Nothing is written when the
+// document does not fit, nor over a phase.json that says interruption_safe
+// false (ErrInterrupted). An unfinished playbook run must have a current_stage
+// and a spec_hash check accepts, or it is refused the same way.
+func WriteDocument(file string, data []byte, now time.Time) error {
 	base := filepath.Base(file)
 	switch base {
 	case PhaseFile, ExecutionFile:
 		dir := filepath.Dir(file)
-		s := &PhaseStore{PhasePath: filepath.Join(dir, PhaseFile), ExecPath: filepath.Join(dir, ExecutionFile)}
+		root := dir
+		if abs, err := filepath.Abs(dir); err == nil && filepath.Base(abs) == "state" && filepath.Base(filepath.Dir(abs)) == "memory" {
+			root = filepath.Join(dir, "..", "..")
+		}
+		s := &PhaseStore{Root: root, PhasePath: filepath.Join(dir, PhaseFile), ExecPath: filepath.Join(dir, ExecutionFile)}
 		// The sibling phase.json carries interruption_safe for an
 		// execution.json update; one that does not parse is left alone.
 		if old, err := readState(s.PhasePath); err == nil {
 			s.Phase, _ = ParsePhase(s.PhasePath, old)
 		}
+		if err := s.refuseInterrupted(); err != nil {
+			return err
+		}
+		next := *s
 		if base == PhaseFile {
 			p, err := ParsePhase(file, data)
 			if err != nil {
@@ -454,16 +585,44 @@ func WriteDocument(file string, data []byte) error {
 			if problems := p.progression(); len(problems) > 0 {
 				return &SchemaError{File: file, Problems: problems}
 			}
+			if old, err := readState(s.ExecPath); err == nil {
+				next.Exec, _ = ParseExecution(s.ExecPath, old)
+			}
+			next.Phase = p
+			if f := writeFindings(&next, now); len(f) > 0 {
+				return &ValidationError{File: file, Findings: f}
+			}
 			return s.commit(p, nil)
 		}
 		x, err := ParseExecution(file, data)
 		if err != nil {
 			return err
 		}
+		next.Exec = x
+		var mine []Finding
+		for _, f := range writeFindings(&next, now) {
+			if f.Kind == "workflow_mismatch" || f.Kind == "timestamp_in_future" && (strings.HasPrefix(f.Message, ExecutionFile+" ") || strings.HasPrefix(f.Message, "task ")) {
+				mine = append(mine, f)
+			}
+		}
+		if len(mine) > 0 {
+			return &ValidationError{File: file, Findings: mine}
+		}
 		return s.commit(nil, x)
 	case PlaybookFile:
-		if _, err := ParsePlaybook(file, data); err != nil {
+		p, err := ParsePlaybook(file, data)
+		if err != nil {
 			return err
+		}
+		// An unfinished run must pass check's guards: a current_stage, and a
+		// spec_hash that is the spec's (see checkSpecHash).
+		if Unfinished(p.Status()) {
+			if p.CurrentStage() == "" {
+				return &ValidationError{File: file, Findings: []Finding{{"stage_missing", "no current_stage in the header of an unfinished run (" + p.Status() + ")"}}}
+			}
+			if f := checkSpecHash(filepath.Dir(file), p); f != nil {
+				return &ValidationError{File: file, Findings: []Finding{*f}}
+			}
 		}
 		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 			return err

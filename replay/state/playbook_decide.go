@@ -174,10 +174,20 @@ func DecidePlaybook(featureDir string) (*PlaybookDecision, error) {
 	if p.Status() == StatusWaitingForHuman {
 		if pending := p.PendingCheckpoint(); pending != "" {
 			d.Decision, d.Pending = DecisionWaitingForHuman, pending
-			d.Reason = fmt.Sprintf("human checkpoint %q is pending: present it and wait for approval, then continue at stage %s", pending, orAllDone(d.Stage))
+			d.Reason = fmt.Sprintf("human checkpoint %q is pending: present it and wait for approval, then %s", pending, orAllDone(d.Stage))
 			return d, nil
 		}
 		d.Findings = append(d.Findings, Finding{"no_pending_checkpoint", "the status is WAITING_FOR_HUMAN but every human checkpoint is cleared"})
+	}
+	// A run is never recorded COMPLETE past a pending human checkpoint (the
+	// release approval sits at the end of the Human Checkpoints), whatever its
+	// status says.
+	if d.allStagesDone {
+		if pending := p.PendingCheckpoint(); pending != "" {
+			d.Decision, d.Pending = DecisionWaitingForHuman, pending
+			d.Reason = fmt.Sprintf("every stage is done, but human checkpoint %q is pending: present it and wait for approval, then %s", pending, orAllDone(d.Stage))
+			return d, nil
+		}
 	}
 	d.Decision = DecisionResume
 	if d.allStagesDone {
@@ -191,11 +201,13 @@ func DecidePlaybook(featureDir string) (*PlaybookDecision, error) {
 	return d, nil
 }
 
+// orAllDone is what follows an approval: the stage to continue at, or the
+// run's completion when every stage is done.
 func orAllDone(stage string) string {
 	if stage == "" {
-		return "(every stage done)"
+		return "record the run as COMPLETE"
 	}
-	return stage
+	return "continue at stage " + stage
 }
 
 // checkSpecHash is the playbook's first validation: the spec must hash to
