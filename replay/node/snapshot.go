@@ -174,20 +174,30 @@ func (r *Run) Freshness(s *Snapshot) (freshness, reason string) {
 	if n == nil {
 		return Absent, fmt.Sprintf("source node %s is gone from run %s", s.NodeID, r.ID)
 	}
-	var missing string
-	var gone bool
-	if r.Kind == KindCrucible {
-		missing, gone = r.crucibleMissing(n, s.Body)
-	} else {
-		missing, gone = r.coolWorkflowMissing(n)
-	}
-	if gone {
-		return Absent, "referenced artifact path is unreadable: " + missing
+	if reason, gone := r.filesGone(n, s.Body); gone {
+		return Absent, reason
 	}
 	if n.fingerprint(s.Strict) != s.SourceFingerprint {
 		return Stale, fmt.Sprintf("source node %s changed since capture", s.NodeID)
 	}
 	return Valid, ""
+}
+
+// filesGone is why a node is absent though it is still in the run: a file it
+// references (cool-workflow: an artifact path of the node as it is now;
+// crucible: the dispatch file or an output artifact that body, a snapshot's or
+// a replay's, recorded) is gone.
+func (r *Run) filesGone(n *Node, body *Object) (reason string, gone bool) {
+	var missing string
+	if r.Kind == KindCrucible {
+		missing, gone = r.crucibleMissing(n, body)
+	} else {
+		missing, gone = r.coolWorkflowMissing(n)
+	}
+	if !gone {
+		return "", false
+	}
+	return "referenced artifact path is unreadable: " + missing, true
 }
 
 // TakeReplay replays a node from its snapshot and writes the replay under
