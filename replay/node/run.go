@@ -140,6 +140,16 @@ var unsafeRun = regexp.MustCompile(`[^a-zA-Z0-9_.:-]+`)
 // outside [a-zA-Z0-9_.:-] becomes one "_".
 func SafeFileName(s string) string { return unsafeRun.ReplaceAllLiteralString(s, "_") }
 
+// maxFileName is the longest file name Linux and macOS file systems take,
+// in bytes.
+const maxFileName = 255
+
+// MaxSafeNodeID is the longest SafeFileName of a node id that names all of the
+// node's files: its longest, a replay's
+// "replay-snap-<safe>-<12 hex>-<8 hex>.json", is that plus 39 bytes, and it
+// is written through a temporary ".<name>.tmp-<up to 10 digits>", 16 more.
+const MaxSafeNodeID = maxFileName - len(".replay-snap-") - len("-123456789abc-12345678.json.tmp-1234567890")
+
 // Snapshots lists the ids of the snapshots stored for a node, sorted.
 func (r *Run) Snapshots(nodeID string) ([]string, error) {
 	return listJSON(r.nodeDir(nodeID))
@@ -151,6 +161,9 @@ func (r *Run) Replays(nodeID string) ([]string, error) {
 }
 
 func listJSON(dir string) ([]string, error) {
+	if len(filepath.Base(filepath.Dir(dir))) > maxFileName || len(filepath.Base(dir)) > maxFileName {
+		return []string{}, nil // no such directory can exist, so nothing was stored there
+	}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []string{}, nil

@@ -139,6 +139,8 @@ func (r *Run) snapshot(nodeID string, strict bool, now time.Time) (*Snapshot, er
 	}
 	if safe := SafeFileName(nodeID); safe == "." || safe == ".." {
 		n = &Node{invalid: "its id names no directory of its own (" + safe + ")"}
+	} else if len(safe) > MaxSafeNodeID {
+		n = &Node{invalid: fmt.Sprintf("its id is too long to name its snapshot files (%d bytes as a file name, at most %d)", len(safe), MaxSafeNodeID)}
 	}
 	if n.invalid != "" {
 		return nil, &Error{Code: CodeNodeInvalid, RunID: r.ID, NodeID: nodeID,
