@@ -150,17 +150,40 @@ const maxFileName = 255
 // is written through a temporary ".<name>.tmp-<up to 10 digits>", 16 more.
 const MaxSafeNodeID = maxFileName - len(".replay-snap-") - len("-123456789abc-12345678.json.tmp-1234567890")
 
-// Snapshots lists the ids of the snapshots stored for a node, sorted.
+// Snapshots lists the ids of the snapshots stored for a node, sorted: the
+// files in its directory that record it as their nodeId. Ids whose safe names
+// collide (a/b, "a b") share a directory; a file that records no node is no
+// node's.
 func (r *Run) Snapshots(nodeID string) ([]string, error) {
-	return listJSON(r.nodeDir(nodeID))
+	return listJSON(r.nodeDir(nodeID), nodeID)
 }
 
-// Replays lists the ids of the replays stored for a node, sorted.
+// Replays lists the ids of the replays stored for a node, sorted, as
+// Snapshots does.
 func (r *Run) Replays(nodeID string) ([]string, error) {
-	return listJSON(filepath.Join(r.nodeDir(nodeID), "replays"))
+	return listJSON(filepath.Join(r.nodeDir(nodeID), "replays"), nodeID)
 }
 
-func listJSON(dir string) ([]string, error) {
+// recordsNode reports whether the JSON file at path is an object whose
+// nodeId is nodeID.
+func recordsNode(path, nodeID string) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	v, err := ParseJSON(data)
+	if err != nil {
+		return false
+	}
+	doc, ok := v.(*Object)
+	if !ok {
+		return false
+	}
+	id, ok := doc.Vals["nodeId"].(string)
+	return ok && id == nodeID
+}
+
+func listJSON(dir, nodeID string) ([]string, error) {
 	if len(filepath.Base(filepath.Dir(dir))) > maxFileName || len(filepath.Base(dir)) > maxFileName {
 		return []string{}, nil // no such directory can exist, so nothing was stored there
 	}
@@ -173,7 +196,9 @@ func listJSON(dir string) ([]string, error) {
 	}
 	ids := []string{}
 	for _, e := range entries {
-		if name := e.Name(); e.Type().IsRegular() && strings.HasSuffix(name, ".json") && !strings.HasPrefix(name, ".") {
+		name := e.Name()
+		if e.Type().IsRegular() && strings.HasSuffix(name, ".json") && !strings.HasPrefix(name, ".") &&
+			recordsNode(filepath.Join(dir, name), nodeID) {
 			ids = append(ids, strings.TrimSuffix(name, ".json"))
 		}
 	}
