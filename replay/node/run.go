@@ -32,7 +32,8 @@ type Run struct {
 	nodes []*Node
 	byID  map[string]*Node
 	// workTree resolves relative artifact paths of cool-workflow nodes, as
-	// cool-workflow resolves them against its working directory.
+	// cool-workflow resolves them against its working directory: the root
+	// holding .cw/runs/<id>, else the work tree (see projectRoot).
 	workTree string
 }
 
@@ -91,7 +92,7 @@ var safeRunID = regexp.MustCompile(`^[A-Za-z0-9._:-]+$`)
 // anything `rewind manifest show` takes for a crucible run (a manifest.jsonl,
 // a dispatch directory, a scratch directory with .pipeline-active, a directory
 // of dispatch directories). Relative artifact paths of cool-workflow nodes are
-// taken relative to workTree.
+// taken from <root> for a run at <root>/.cw/runs/<id>, else from workTree.
 func Open(path, workTree string) (*Run, error) {
 	fi, statErr := os.Stat(path)
 	switch {
