@@ -173,12 +173,11 @@ func nodeFail(c *cli.Context, run string, err error, hints ...string) error {
 		if ne.Freshness != "" {
 			freshness = ne.Freshness
 		}
-		if ne.RunID != "" {
-			d := node.NewObject()
-			d.Set("runId", ne.RunID)
-			d.Set("nodeId", ne.NodeID)
-			details = d
-		}
+		// Every node error names its run, and its node when it is about one.
+		d := node.NewObject()
+		d.Set("runId", nullIfEmpty(ne.RunID))
+		d.Set("nodeId", nullIfEmpty(ne.NodeID))
+		details = d
 	}
 	hl := make([]any, len(hints))
 	for i, h := range hints {
@@ -196,6 +195,14 @@ func nodeFail(c *cli.Context, run string, err error, hints ...string) error {
 		return werr
 	}
 	return err
+}
+
+// nullIfEmpty is s, or JSON null for "".
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 func nodeList(c *cli.Context) error {

@@ -39,7 +39,7 @@ func openCoolWorkflow(dir, workTree string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Run{Kind: KindCoolWorkflow, Dir: abs, Source: src, byID: map[string]*Node{}, workTree: workTree}
+	r := &Run{Kind: KindCoolWorkflow, Dir: abs, Source: src, byID: map[string]*Node{}, workTree: projectRoot(abs, workTree)}
 	// The id defaults to the run directory's name, as the loader's does.
 	r.ID = filepath.Base(abs)
 	if id, ok := state.Vals["id"].(string); ok && id != "" {
@@ -65,6 +65,19 @@ func openCoolWorkflow(dir, workTree string) (*Run, error) {
 		r.add(coolWorkflowNode(id, raw))
 	}
 	return r, nil
+}
+
+// projectRoot is the directory relative artifact paths of the run in dir are
+// taken from: <root> for a run at <root>/.cw/runs/<id>, the directory
+// cool-workflow runs from (it finds runs in <cwd>/.cw/runs/ and checks
+// artifact paths from its cwd), whatever the current directory is; else the
+// work tree.
+func projectRoot(dir, workTree string) string {
+	runs := filepath.Dir(dir)
+	if filepath.Base(runs) == "runs" && filepath.Base(filepath.Dir(runs)) == ".cw" {
+		return filepath.Dir(filepath.Dir(runs))
+	}
+	return workTree
 }
 
 // jsTemplate is `${v}` for a property that may be missing.
@@ -174,7 +187,7 @@ func bodyProblem(body *Object, needLoopStage bool) string {
 
 // coolWorkflowMissing is the first artifact of the node's with a path that
 // does not exist now (fs.existsSync: a path that is not a string never does).
-// Relative paths are taken from the work tree.
+// Relative paths are taken from the project root (see projectRoot).
 func (r *Run) coolWorkflowMissing(n *Node) (string, bool) {
 	for _, a := range n.artifacts {
 		p, ok := a.path.(string)

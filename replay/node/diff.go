@@ -147,7 +147,10 @@ type Verdict struct {
 // Verify compares a replay with a fresh (unwritten) snapshot of its source
 // node, as cool-workflow's verifyNodeReplay does: each section that differs
 // is a drift:<section> finding; a node that is gone is source-absent. It never
-// fails on drift. In strict mode the strict sections are compared too, and
+// fails on drift. Unlike cool-workflow, which passes a node one of whose
+// files is gone, it fails closed there too, strict or not: freshness absent
+// and a source-absent finding that names the file, before any drift
+// findings. In strict mode the strict sections are compared too, and
 // freshness is the replay's snapshot's real freshness when that snapshot is
 // still stored (cool-workflow always says valid).
 func (r *Run) Verify(rp *Replay, strict bool) *Verdict {
@@ -160,7 +163,10 @@ func (r *Run) Verify(rp *Replay, strict bool) *Verdict {
 		return v
 	}
 	v.Freshness = Valid
-	if strict {
+	if reason, gone := r.filesGone(n, rp.Body); gone {
+		v.Freshness = Absent
+		v.Findings = append(v.Findings, Finding{ID: "source-absent", Severity: "error", Category: "source", Reason: reason})
+	} else if strict {
 		if s, _, err := r.LoadSnapshot(rp.SnapshotID); err == nil {
 			v.Freshness, _ = r.Freshness(s)
 		}

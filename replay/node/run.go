@@ -32,7 +32,8 @@ type Run struct {
 	nodes []*Node
 	byID  map[string]*Node
 	// workTree resolves relative artifact paths of cool-workflow nodes, as
-	// cool-workflow resolves them against its working directory.
+	// cool-workflow resolves them against its working directory: the root
+	// holding .cw/runs/<id>, else the work tree (see projectRoot).
 	workTree string
 }
 
@@ -91,7 +92,7 @@ var safeRunID = regexp.MustCompile(`^[A-Za-z0-9._:-]+$`)
 // anything `rewind manifest show` takes for a crucible run (a manifest.jsonl,
 // a dispatch directory, a scratch directory with .pipeline-active, a directory
 // of dispatch directories). Relative artifact paths of cool-workflow nodes are
-// taken relative to workTree.
+// taken from <root> for a run at <root>/.cw/runs/<id>, else from workTree.
 func Open(path, workTree string) (*Run, error) {
 	fi, statErr := os.Stat(path)
 	switch {
@@ -140,17 +141,53 @@ var unsafeRun = regexp.MustCompile(`[^a-zA-Z0-9_.:-]+`)
 // outside [a-zA-Z0-9_.:-] becomes one "_".
 func SafeFileName(s string) string { return unsafeRun.ReplaceAllLiteralString(s, "_") }
 
-// Snapshots lists the ids of the snapshots stored for a node, sorted.
+// maxFileName is the longest file name Linux and macOS file systems take,
+// in bytes.
+const maxFileName = 255
+
+// MaxSafeNodeID is the longest SafeFileName of a node id that names all of the
+// node's files: its longest, a replay's
+// "replay-snap-<safe>-<12 hex>-<8 hex>.json", is that plus 39 bytes, and it
+// is written through a temporary ".<name>.tmp-<up to 10 digits>", 16 more.
+const MaxSafeNodeID = maxFileName - len(".replay-snap-") - len("-123456789abc-12345678.json.tmp-1234567890")
+
+// Snapshots lists the ids of the snapshots stored for a node, sorted: the
+// files in its directory that record it as their nodeId. Ids whose safe names
+// collide (a/b, "a b") share a directory; a file that records no node is no
+// node's.
 func (r *Run) Snapshots(nodeID string) ([]string, error) {
-	return listJSON(r.nodeDir(nodeID))
+	return listJSON(r.nodeDir(nodeID), nodeID)
 }
 
-// Replays lists the ids of the replays stored for a node, sorted.
+// Replays lists the ids of the replays stored for a node, sorted, as
+// Snapshots does.
 func (r *Run) Replays(nodeID string) ([]string, error) {
-	return listJSON(filepath.Join(r.nodeDir(nodeID), "replays"))
+	return listJSON(filepath.Join(r.nodeDir(nodeID), "replays"), nodeID)
 }
 
-func listJSON(dir string) ([]string, error) {
+// recordsNode reports whether the JSON file at path is an object whose
+// nodeId is nodeID.
+func recordsNode(path, nodeID string) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	v, err := ParseJSON(data)
+	if err != nil {
+		return false
+	}
+	doc, ok := v.(*Object)
+	if !ok {
+		return false
+	}
+	id, ok := doc.Vals["nodeId"].(string)
+	return ok && id == nodeID
+}
+
+func listJSON(dir, nodeID string) ([]string, error) {
+	if len(filepath.Base(filepath.Dir(dir))) > maxFileName || len(filepath.Base(dir)) > maxFileName {
+		return []string{}, nil // no such directory can exist, so nothing was stored there
+	}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []string{}, nil
@@ -160,7 +197,9 @@ func listJSON(dir string) ([]string, error) {
 	}
 	ids := []string{}
 	for _, e := range entries {
-		if name := e.Name(); e.Type().IsRegular() && strings.HasSuffix(name, ".json") && !strings.HasPrefix(name, ".") {
+		name := e.Name()
+		if e.Type().IsRegular() && strings.HasSuffix(name, ".json") && !strings.HasPrefix(name, ".") &&
+			recordsNode(filepath.Join(dir, name), nodeID) {
 			ids = append(ids, strings.TrimSuffix(name, ".json"))
 		}
 	}

@@ -37,8 +37,10 @@ type Error struct {
 	Code      string
 	Message   string
 	Freshness string // "" when none applies
-	RunID     string // details, when set
-	NodeID    string
+	// RunID and NodeID are the details: the run, and the node the error is
+	// about ("" when it names none: an unknown snapshot or replay id).
+	RunID  string
+	NodeID string
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -134,11 +136,13 @@ func (r *Run) TakeSnapshot(nodeID string, strict bool, now time.Time) (*Snapshot
 func (r *Run) snapshot(nodeID string, strict bool, now time.Time) (*Snapshot, error) {
 	n := r.Node(nodeID)
 	if n == nil {
-		return nil, &Error{Code: CodeNodeAbsent, Freshness: Absent,
+		return nil, &Error{Code: CodeNodeAbsent, Freshness: Absent, RunID: r.ID, NodeID: nodeID,
 			Message: fmt.Sprintf("cannot snapshot: node %s not found in run %s", nodeID, r.ID)}
 	}
 	if safe := SafeFileName(nodeID); safe == "." || safe == ".." {
 		n = &Node{invalid: "its id names no directory of its own (" + safe + ")"}
+	} else if len(safe) > MaxSafeNodeID {
+		n = &Node{invalid: fmt.Sprintf("its id is too long to name its snapshot files (%d bytes as a file name, at most %d)", len(safe), MaxSafeNodeID)}
 	}
 	if n.invalid != "" {
 		return nil, &Error{Code: CodeNodeInvalid, RunID: r.ID, NodeID: nodeID,
@@ -174,20 +178,30 @@ func (r *Run) Freshness(s *Snapshot) (freshness, reason string) {
 	if n == nil {
 		return Absent, fmt.Sprintf("source node %s is gone from run %s", s.NodeID, r.ID)
 	}
-	var missing string
-	var gone bool
-	if r.Kind == KindCrucible {
-		missing, gone = r.crucibleMissing(n, s.Body)
-	} else {
-		missing, gone = r.coolWorkflowMissing(n)
-	}
-	if gone {
-		return Absent, "referenced artifact path is unreadable: " + missing
+	if reason, gone := r.filesGone(n, s.Body); gone {
+		return Absent, reason
 	}
 	if n.fingerprint(s.Strict) != s.SourceFingerprint {
 		return Stale, fmt.Sprintf("source node %s changed since capture", s.NodeID)
 	}
 	return Valid, ""
+}
+
+// filesGone is why a node is absent though it is still in the run: a file it
+// references (cool-workflow: an artifact path of the node as it is now;
+// crucible: the dispatch file or an output artifact that body, a snapshot's or
+// a replay's, recorded) is gone.
+func (r *Run) filesGone(n *Node, body *Object) (reason string, gone bool) {
+	var missing string
+	if r.Kind == KindCrucible {
+		missing, gone = r.crucibleMissing(n, body)
+	} else {
+		missing, gone = r.coolWorkflowMissing(n)
+	}
+	if !gone {
+		return "", false
+	}
+	return "referenced artifact path is unreadable: " + missing, true
 }
 
 // TakeReplay replays a node from its snapshot and writes the replay under
@@ -229,7 +243,7 @@ func (r *Run) LoadSnapshot(id string) (*Snapshot, string, error) {
 	path, doc, err := r.find(id, "", "NodeSnapshot")
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, "", &Error{Code: CodeSnapshotNotFound, Freshness: Absent,
+			return nil, "", &Error{Code: CodeSnapshotNotFound, Freshness: Absent, RunID: r.ID,
 				Message: fmt.Sprintf("node snapshot %s not found in run %s", id, r.ID)}
 		}
 		return nil, "", err
@@ -241,7 +255,7 @@ func (r *Run) LoadSnapshot(id string) (*Snapshot, string, error) {
 		problem = r.checkTail(doc, &s.Strict, &s.Body)
 	}
 	if problem != "" {
-		return nil, "", invalidRecord(path, "NodeSnapshot", problem)
+		return nil, "", r.invalidRecord(path, "NodeSnapshot", problem, doc)
 	}
 	return s, path, nil
 }
@@ -251,7 +265,7 @@ func (r *Run) LoadReplay(id string) (*Replay, string, error) {
 	path, doc, err := r.find(id, "replays", "NodeReplayRun")
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, "", &Error{Code: CodeReplayNotFound, Freshness: Absent,
+			return nil, "", &Error{Code: CodeReplayNotFound, Freshness: Absent, RunID: r.ID,
 				Message: fmt.Sprintf("node replay %s not found in run %s", id, r.ID)}
 		}
 		return nil, "", err
@@ -274,13 +288,19 @@ func (r *Run) LoadReplay(id string) (*Replay, string, error) {
 		}
 	}
 	if problem != "" {
-		return nil, "", invalidRecord(path, "NodeReplayRun", problem)
+		return nil, "", r.invalidRecord(path, "NodeReplayRun", problem, doc)
 	}
 	return rp, path, nil
 }
 
-func invalidRecord(path, typ, problem string) error {
-	return &Error{Code: CodeRecordInvalid, Message: fmt.Sprintf("%s: invalid persisted %s: %s", path, typ, problem)}
+// invalidRecord is record-shape-invalid, naming the node the record names
+// when it names one (doc nil: it could not be read as an object).
+func (r *Run) invalidRecord(path, typ, problem string, doc *Object) error {
+	e := &Error{Code: CodeRecordInvalid, RunID: r.ID, Message: fmt.Sprintf("%s: invalid persisted %s: %s", path, typ, problem)}
+	if doc != nil {
+		e.NodeID, _ = doc.Vals["nodeId"].(string)
+	}
+	return e
 }
 
 // find scans nodes/snapshots/*/[sub/]<safe id>.json, node directories in name
@@ -301,14 +321,14 @@ func (r *Run) find(id, sub, typ string) (string, *Object, error) {
 		}
 		v, err := ParseJSON(data)
 		if err != nil {
-			return "", nil, invalidRecord(path, typ, err.Error())
+			return "", nil, r.invalidRecord(path, typ, err.Error(), nil)
 		}
 		doc, ok := v.(*Object)
 		if !ok {
-			return "", nil, invalidRecord(path, typ, "not an object")
+			return "", nil, r.invalidRecord(path, typ, "not an object", nil)
 		}
 		if sv, _ := doc.Vals["schemaVersion"].(float64); sv != 1 {
-			return "", nil, invalidRecord(path, typ, "schemaVersion must equal 1")
+			return "", nil, r.invalidRecord(path, typ, "schemaVersion must equal 1", doc)
 		}
 		return path, doc, nil
 	}
