@@ -18,6 +18,7 @@
 //	                        costs one stat walk; a cache, rebuilt when damaged
 //	rewind-home/            an empty directory used as git's HOME and hooks path
 //	rewind-worktree         the absolute path of the one work tree the store serves
+//	rewind-adopted-from     the work tree it served before `checkpoint adopt`
 //	rewind-lock             flocked by every mutating operation; records the holder
 //	rewind-restore-in-progress  present while a restore writes the work tree:
 //	                        its target, safety checkpoint and --file paths
