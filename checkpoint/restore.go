@@ -158,6 +158,7 @@ type restorePlan struct {
 	kept          []Skipped
 	failed        []Skipped       // kept paths it was asked to write and cannot
 	mkdir         []string        // the checkpoint's directories without files, missing now
+	newDirs       []string        // the checkpoint's directories that are none now, which its writes make
 	rmdir         []string        // empty directories now that the checkpoint did not have
 	dirs          map[string]bool // every directory of the checkpoint
 	chmod         []permChange    // bits to set beyond the files written (as things are before it)
@@ -264,6 +265,11 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, entr
 	if target.meta != nil {
 		for _, d := range target.meta.dirs {
 			p.dirs[d] = true
+		}
+	}
+	for d := range p.dirs {
+		if fi, err := os.Lstat(filepath.Join(s.WorkTree, d)); err != nil || !fi.IsDir() {
+			p.newDirs = append(p.newDirs, d) // the writes make it
 		}
 	}
 	// An empty directory now that the checkpoint did not have (nor ignored)
@@ -598,7 +604,10 @@ func (s *Store) permChanges(entries map[string]string, p *restorePlan, target *C
 		kept[k.Path] = true
 	}
 	written := map[string]bool{}
-	held := map[string]bool{} // directories holding what the rule holds, or made
+	// Directories whose bits the safety checkpoint recorded (those holding
+	// what the rule holds now, and its empty ones), so that the undo sets them
+	// back, and those the restore makes.
+	held := map[string]bool{}
 	addParents := func(f string) {
 		for d := path.Dir(f); d != "." && !held[d]; d = path.Dir(d) {
 			held[d] = true
@@ -606,7 +615,6 @@ func (s *Store) permChanges(entries map[string]string, p *restorePlan, target *C
 	}
 	for _, w := range p.write {
 		written[w] = true
-		addParents(w)
 		if e := entries[w]; regular(e) && !preview {
 			differs(w, tm.filePerm(w, exec(e)), false)
 		}
@@ -614,9 +622,12 @@ func (s *Store) permChanges(entries map[string]string, p *restorePlan, target *C
 	for f := range cur.inTree {
 		addParents(f)
 	}
-	for _, d := range append(append([]string{}, p.mkdir...), cur.meta.dirs...) {
+	for _, d := range cur.meta.dirs {
 		held[d] = true
 		addParents(d)
+	}
+	for _, d := range append(append([]string{}, p.mkdir...), p.newDirs...) {
+		held[d] = true
 	}
 	var check []string
 	if cur.meta.base != tm.base {

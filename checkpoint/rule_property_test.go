@@ -395,8 +395,19 @@ func (w *propWorld) checkRestore(ctx context.Context, target propCheckpoint, fai
 	if _, err := w.s.Restore(ctx, res.Safety.ID, RestoreOptions{}); err != nil {
 		fail("undo: %v", err)
 	}
-	if d := diffMaps(before, w.everything()); d != "" {
-		fail("undo not exact: %s", d)
+	if after := w.everything(); diffMaps(before, after) != "" {
+		var d []string
+		for k, v := range before {
+			if after[k] != v {
+				d = append(d, fmt.Sprintf("%s: %q -> %q", k, v, after[k]))
+			}
+		}
+		for k, v := range after {
+			if _, ok := before[k]; !ok {
+				d = append(d, fmt.Sprintf("%s: none -> %q", k, v))
+			}
+		}
+		fail("undo not exact (restore wrote %v, removed %v, chmod %v, kept %v): %s", res.Write, res.Remove, res.Chmod, res.Kept, strings.Join(d, "; "))
 	}
 }
 
