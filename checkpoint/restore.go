@@ -211,24 +211,36 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, entr
 			p.kept = append(p.kept, Skipped{Path: a, Why: "the checkpoint holds it, but it is ignored now"})
 		}
 	}
-	// ...nor delete one the checkpoint's own rules ignore (its .gitignore
-	// files may be stricter than today's).
-	var rules *targetRules
-	if len(removals) > 0 || (target.meta != nil && cur.meta != nil && len(cur.meta.dirs) > 0) {
-		if rules, err = s.rulesOf(ctx, target, cur.held); err != nil {
-			return nil, err
+	// ...nor touch one the checkpoint's own rules ignore, now that it is
+	// untracked (its .gitignore files may be stricter than today's): neither
+	// delete it, nor write one that the restored rules would ignore right
+	// after (it would be in no checkpoint then, and its undo could not touch
+	// it). A file the project tracks is held whatever the rules say.
+	whole := entries
+	if len(files) > 0 {
+		whole = nil // entries lists only the --file paths
+	}
+	rules, err := s.rulesOf(ctx, target, cur.held, whole)
+	if err != nil {
+		return nil, err
+	}
+	ignoredThen := func(q string) bool { return !cur.held.tracked[q] && rules.ignores(q, false) }
+	for _, r := range removals {
+		if ignoredThen(r) {
+			p.kept = append(p.kept, Skipped{Path: r, Why: "the checkpoint's own ignore rules ignore it"})
+		} else {
+			p.remove = append(p.remove, r)
 		}
 	}
-	if len(removals) > 0 {
-		for _, r := range removals {
-			// A file the project tracks is held whatever the rules say.
-			if !cur.held.tracked[r] && rules.ignores(r, false) {
-				p.kept = append(p.kept, Skipped{Path: r, Why: "the checkpoint's own ignore rules ignore it"})
-			} else {
-				p.remove = append(p.remove, r)
-			}
+	writes := p.write[:0]
+	for _, w := range p.write {
+		if ignoredThen(w) && !asked[w] {
+			p.kept = append(p.kept, Skipped{Path: w, Why: "the checkpoint holds it, but its own ignore rules ignore it now that it is untracked"})
+		} else {
+			writes = append(writes, w)
 		}
 	}
+	p.write = writes
 	sort.Strings(p.write)
 	var blocked, failed []Skipped
 	p.write, blocked, failed = s.inTheWay(p.write, p.remove, cur.inTree)

@@ -372,24 +372,23 @@ type targetRules struct {
 
 // rulesOf reads the ignore files a checkpoint's tree holds, with the
 // repositories it recorded (those of now for a checkpoint that recorded none).
-func (s *Store) rulesOf(ctx context.Context, c *Checkpoint, h *held) (*targetRules, error) {
+// entries, when it lists the whole tree, spares listing it again.
+func (s *Store) rulesOf(ctx context.Context, c *Checkpoint, h *held, entries map[string]string) (*targetRules, error) {
 	r := &targetRules{gitignore: map[string]ignorePatterns{}, repos: h.repos}
 	if c.meta != nil {
 		r.repos = c.meta.repos
 	}
-	out, err := s.git().Run(ctx, "ls-tree", "-r", "-z", "--full-tree", c.Tree)
-	if err != nil {
-		return nil, err
+	if entries == nil {
+		all, err := s.treeEntries(ctx, c.Tree, nil)
+		if err != nil {
+			return nil, err
+		}
+		entries = all
 	}
 	var ids, names []string
-	for _, rec := range splitNul(out) {
-		meta, p, ok := strings.Cut(rec, "\t")
-		f := strings.Fields(meta)
-		if !ok || len(f) != 3 || f[1] != "blob" || f[0] == "120000" {
-			continue
-		}
-		if path.Base(p) == ".gitignore" || p == ".rewindignore" {
-			ids = append(ids, f[2])
+	for p, e := range entries {
+		if (path.Base(p) == ".gitignore" || p == ".rewindignore") && strings.HasPrefix(e, "100") {
+			ids = append(ids, entryID(e))
 			names = append(names, p)
 		}
 	}

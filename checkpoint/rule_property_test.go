@@ -345,6 +345,7 @@ func (w *propWorld) checkTree(c *Checkpoint, want map[string]heldEntry, fail fun
 func (w *propWorld) checkRestore(ctx context.Context, target propCheckpoint, fail func(string, ...any)) {
 	before := w.everything()
 	heldBefore := w.oracle()
+	rulesBefore, _ := os.ReadFile(filepath.Join(w.wt, ".gitignore"))
 	res, err := w.s.Restore(ctx, target.id, RestoreOptions{})
 	if err != nil {
 		fail("restore: %v", err)
@@ -407,7 +408,7 @@ func (w *propWorld) checkRestore(ctx context.Context, target propCheckpoint, fai
 				d = append(d, fmt.Sprintf("%s: none -> %q", k, v))
 			}
 		}
-		fail("undo not exact (restore wrote %v, removed %v, chmod %v, kept %v): %s", res.Write, res.Remove, res.Chmod, res.Kept, strings.Join(d, "; "))
+		fail("undo not exact (.gitignore before %q; restore wrote %v, removed %v, chmod %v, kept %v): %s", rulesBefore, res.Write, res.Remove, res.Chmod, res.Kept, strings.Join(d, "; "))
 	}
 }
 
