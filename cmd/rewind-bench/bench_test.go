@@ -73,7 +73,7 @@ func TestBench(t *testing.T) {
 	goals = nil
 	loadStart := loadAvg()
 	machine := fmt.Sprintf("%s/%s, %d cores, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel())
-	fmt.Printf("machine: %s; %d rounds per figure, scale %s; load average %s\n", machine, runs, scale, loadStart)
+	fmt.Printf("machine: %s; %s per figure, scale %s; load average %s\n", machine, plural(runs, "round"), scale, loadStart)
 	if runs < 7 {
 		fmt.Printf("(fewer than the 7 rounds the goals are stated for: REWIND_BENCH_RUNS=%d)\n", runs)
 	}

@@ -132,7 +132,7 @@ func printGoals(machine string, runs int, scale, loadStart, loadEnd string) {
 		}
 		fmt.Println(sb.String())
 	}
-	fmt.Printf("\n== goals (issue 10): medians of %d interleaved rounds, scale %s\n", runs, scale)
+	fmt.Printf("\n== goals (issue 10): medians of %s, scale %s\n", plural(runs, "interleaved round"), scale)
 	line(head)
 	sep := make([]string, len(head))
 	for i := range sep {
@@ -146,8 +146,15 @@ func printGoals(machine string, runs int, scale, loadStart, loadEnd string) {
 		fmt.Println("* quick scale: a row the issue states at 100,000 files, measured at 20,000 (REWIND_BENCH_SCALE=quick)")
 	}
 	fmt.Printf("%d met, %d missed, %d not measured in this run\n", met, missed, notRun)
-	fmt.Printf("machine: %s; %d rounds; load average %s at the start, %s at the end (1, 5, 15 min)\n", machine, runs, loadStart, loadEnd)
+	fmt.Printf("machine: %s; %s; load average %s at the start, %s at the end (1, 5, 15 min)\n", machine, plural(runs, "round"), loadStart, loadEnd)
 	if runs < 7 {
 		fmt.Printf("fewer rounds than the 7 the goals are stated for (REWIND_BENCH_RUNS=%d): read the verdicts as indicative\n", runs)
 	}
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
