@@ -30,7 +30,7 @@ type bench struct {
 	t      *testing.T
 	rewind string // path of a freshly built rewind binary
 	dir    string // scratch directory of this workload, removed afterwards
-	runs   int    // REWIND_BENCH_RUNS, default 5
+	runs   int    // REWIND_BENCH_RUNS, default 7: the rounds of each figure
 	scale  string // REWIND_BENCH_SCALE: quick, full (default) or large
 }
 
@@ -40,7 +40,8 @@ type result struct {
 	median time.Duration
 	min    time.Duration
 	max    time.Duration
-	peak   int64 // bytes, the largest maxrss of the runs; 0 when unknown
+	peak   int64  // bytes, the largest maxrss of the runs; 0 when unknown
+	stderr string // what the last run wrote on stderr
 }
 
 // TestBench runs every registered workload (or those named in REWIND_BENCH_ONLY,
@@ -49,7 +50,7 @@ func TestBench(t *testing.T) {
 	if os.Getenv("REWIND_BENCH") != "1" {
 		t.Skip("benchmarks run with `make bench` (REWIND_BENCH=1)")
 	}
-	runs := 5
+	runs := 7 // issue 10: medians of at least 7 interleaved rounds
 	if v, err := strconv.Atoi(os.Getenv("REWIND_BENCH_RUNS")); err == nil && v > 0 {
 		runs = v
 	}
@@ -69,8 +70,13 @@ func TestBench(t *testing.T) {
 			only[n] = true
 		}
 	}
-	fmt.Printf("machine: %s/%s, %d cores, %s; %d runs per figure, scale %s\n",
-		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), runs, scale)
+	goals = nil
+	loadStart := loadAvg()
+	machine := fmt.Sprintf("%s/%s, %d cores, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel())
+	fmt.Printf("machine: %s; %s per figure, scale %s; load average %s\n", machine, plural(runs, "round"), scale, loadStart)
+	if runs < 7 {
+		fmt.Printf("(fewer than the 7 rounds the goals are stated for: REWIND_BENCH_RUNS=%d)\n", runs)
+	}
 	for _, w := range workloads {
 		if len(only) > 0 && !only[w.name] {
 			continue
@@ -85,6 +91,7 @@ func TestBench(t *testing.T) {
 			w.run(&bench{t: t, rewind: bin, dir: dir, runs: runs, scale: scale})
 		})
 	}
+	printGoals(machine, runs, scale, loadStart, loadAvg())
 }
 
 // cmd builds a command run in dir with the caller's environment plus env.
@@ -99,30 +106,60 @@ func (b *bench) cmd(dir string, env []string, argv ...string) *exec.Cmd {
 // the median wall time and the peak memory. stdout is discarded.
 func (b *bench) measure(label string, prepare func(), dir string, env []string, argv ...string) result {
 	b.t.Helper()
-	var times []time.Duration
-	var peak int64
+	return b.rounds(contender{label: label, prepare: prepare, dir: dir, env: env, argv: argv})[0]
+}
+
+// contender is one command of a figure: run in dir with env after prepare
+// (untimed; nil for none).
+type contender struct {
+	label   string
+	prepare func()
+	dir     string
+	env     []string
+	argv    []string
+}
+
+// rounds measures the contenders interleaved: b.runs rounds, each running every
+// contender once (after its untimed prepare), the first of the round rotating,
+// so that a change of the machine's load falls on all of them alike. It prints
+// and returns each contender's median, in the order given.
+func (b *bench) rounds(cs ...contender) []result {
+	b.t.Helper()
+	times := make([][]time.Duration, len(cs))
+	peaks := make([]int64, len(cs))
+	stderrs := make([]string, len(cs))
 	for i := 0; i < b.runs; i++ {
-		if prepare != nil {
-			prepare()
-		}
-		c := b.cmd(dir, env, argv...)
-		var stderr strings.Builder
-		c.Stderr = &stderr
-		start := time.Now()
-		err := c.Run()
-		elapsed := time.Since(start)
-		if err != nil {
-			b.t.Fatalf("%s: %s: %v\n%s", label, strings.Join(argv, " "), err, stderr.String())
-		}
-		times = append(times, elapsed)
-		if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss*1024 > peak {
-			peak = ru.Maxrss * 1024 // Linux reports KiB
+		for k := range cs {
+			j := (i + k) % len(cs)
+			c := cs[j]
+			if c.prepare != nil {
+				c.prepare()
+			}
+			cmd := b.cmd(c.dir, c.env, c.argv...)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			start := time.Now()
+			err := cmd.Run()
+			elapsed := time.Since(start)
+			if err != nil {
+				b.t.Fatalf("%s: %s: %v\n%s", c.label, strings.Join(c.argv, " "), err, stderr.String())
+			}
+			times[j] = append(times[j], elapsed)
+			stderrs[j] = stderr.String()
+			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss*1024 > peaks[j] {
+				peaks[j] = ru.Maxrss * 1024 // Linux reports KiB
+			}
 		}
 	}
-	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
-	r := result{label: label, median: times[len(times)/2], min: times[0], max: times[len(times)-1], peak: peak}
-	fmt.Printf("  %-52s %10s  (min %s, max %s, peak %s)\n", label, round(r.median), round(r.min), round(r.max), mib(r.peak))
-	return r
+	out := make([]result, len(cs))
+	for j, c := range cs {
+		ts := times[j]
+		sort.Slice(ts, func(a, b int) bool { return ts[a] < ts[b] })
+		r := result{label: c.label, median: median(ts), min: ts[0], max: ts[len(ts)-1], peak: peaks[j], stderr: stderrs[j]}
+		fmt.Printf("  %-52s %10s  (min %s, max %s, peak %s)\n", c.label, round(r.median), round(r.min), round(r.max), mib(r.peak))
+		out[j] = r
+	}
+	return out
 }
 
 // ratio prints r against a baseline measured in the same run, with the goal.
@@ -141,6 +178,28 @@ func (b *bench) ratio(r, base result, goal string) {
 // note prints a line of context (sizes, skipped baselines).
 func (b *bench) note(format string, a ...any) {
 	fmt.Printf("  "+format+"\n", a...)
+}
+
+// median of sorted times: the middle one, or the mean of the middle two.
+func median(ts []time.Duration) time.Duration {
+	m := len(ts) / 2
+	if len(ts)%2 == 0 {
+		return (ts[m-1] + ts[m]) / 2
+	}
+	return ts[m]
+}
+
+// loadAvg is the machine's 1, 5 and 15 minute load averages, as /proc/loadavg has them.
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func round(d time.Duration) string {
