@@ -106,7 +106,7 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 		res.Safety, cur = made.Checkpoint, made.capture
 		// Finishing an interrupted restore: its safety checkpoint, not this
 		// one (a half-restored tree), is what undoes it.
-		if m, _ := s.interruptedRestore(); m != nil {
+		if m, _ := s.interruptedRestore(); m != nil && m.target == target.Short() {
 			if first, err := Resolve(cps, m.safety); err == nil {
 				res.Safety = first
 			}
@@ -244,7 +244,14 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, entr
 	sort.Strings(p.write)
 	var blocked, failed []Skipped
 	p.write, blocked, failed = s.inTheWay(p.write, p.remove, cur.inTree)
-	p.kept = append(append(p.kept, blocked...), failed...)
+	for _, b := range blocked {
+		if asked[b.Path] {
+			failed = append(failed, b) // named by --file, and not written
+		} else {
+			p.kept = append(p.kept, b)
+		}
+	}
+	p.kept = append(p.kept, failed...)
 	p.failed = append(p.failed, failed...)
 	if target.meta != nil {
 		var missing []string
@@ -252,7 +259,9 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, entr
 			if !underAny(d, files) {
 				continue
 			}
-			if _, err := os.Lstat(filepath.Join(s.WorkTree, d)); os.IsNotExist(err) {
+			fi, err := os.Lstat(filepath.Join(s.WorkTree, d))
+			// Missing (below a file, too), or a file the restore removes.
+			if err != nil || (!fi.IsDir() && slices.Contains(p.remove, d)) {
 				missing = append(missing, d)
 			}
 		}
@@ -286,9 +295,27 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, entr
 	}
 	// An empty directory now that the checkpoint did not have (nor ignored)
 	// goes, so that a restore and its undo are exact.
+	// Only one that holds nothing else (ignored files stay, so does it).
 	if target.meta != nil && cur.meta != nil {
+		var cand []string
 		for _, d := range cur.meta.dirs {
 			if !p.dirs[d] && underAny(d, files) && !rules.ignores(d, true) {
+				cand = append(cand, d)
+			}
+		}
+		empty := map[string]bool{}
+		for i := len(cand) - 1; i >= 0; i-- { // deepest first: cur.meta.dirs is sorted
+			des, err := os.ReadDir(filepath.Join(s.WorkTree, cand[i]))
+			ok := err == nil
+			for _, de := range des {
+				if !de.IsDir() || !empty[cand[i]+"/"+de.Name()] {
+					ok = false
+				}
+			}
+			empty[cand[i]] = ok
+		}
+		for _, d := range cand {
+			if empty[d] {
 				p.rmdir = append(p.rmdir, d)
 			}
 		}
@@ -385,6 +412,8 @@ func (s *Store) inTheWay(write, remove []string, inTree map[string]bool) (kept [
 			case fi.IsDir():
 			case removed[d]:
 				below = true // a file or symlink the restore removes first
+			case inTree[d]:
+				why = fmt.Sprintf("the checkpoint has a directory at %s, where a file or symlink is now that this restore does not replace (restore %s with it)", d, d)
 			default:
 				why = fmt.Sprintf("the checkpoint has a directory at %s, but the file there is in no checkpoint", d)
 			}
@@ -499,6 +528,15 @@ func (s *Store) apply(ctx context.Context, entries map[string]string, p *restore
 	for _, d := range byDepth {
 		os.Remove(filepath.Join(s.WorkTree, d)) // only when empty
 	}
+	// Empty directories the checkpoint did not have, deepest first, before the
+	// writes: one may stand where the checkpoint has a file.
+	for i := len(p.rmdir) - 1; i >= 0; i-- {
+		if full, err := s.inside(p.rmdir[i]); err == nil {
+			if fi, err := os.Lstat(full); err == nil && fi.IsDir() {
+				os.Remove(full) // only when empty
+			}
+		}
+	}
 	// Without recorded bits (an older checkpoint), a file rewritten in place
 	// keeps its bits beyond the executable one.
 	oldPerms := map[string]os.FileMode{}
@@ -529,11 +567,6 @@ func (s *Store) apply(ctx context.Context, entries map[string]string, p *restore
 		if err != nil {
 			s.warn("did not make the directory %s: %v", d, err)
 		}
-	}
-	// Empty directories the checkpoint did not have, deepest first (only
-	// those still empty).
-	for i := len(p.rmdir) - 1; i >= 0; i-- {
-		os.Remove(filepath.Join(s.WorkTree, p.rmdir[i]))
 	}
 	return s.setPerms(entries, p, target, cur, oldPerms, files)
 }
