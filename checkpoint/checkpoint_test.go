@@ -265,11 +265,11 @@ func TestFinishingAnInterruptedRestoreNamesTheFirstSafety(t *testing.T) {
 	ctx := context.Background()
 	s, wt := newStore(t)
 	mustWrite(t, filepath.Join(wt, "a"), "a1")
-	s.Create(ctx, CreateOptions{Reason: "c1", Source: "t"})
+	c1, _ := s.Create(ctx, CreateOptions{Reason: "c1", Source: "t"})
 	mustWrite(t, filepath.Join(wt, "a"), "a2")
 	first, _ := s.Create(ctx, CreateOptions{Reason: "pre-restore-safety", Source: "checkpoint"})
 	// The marker an interrupted restore leaves, after a half-done write.
-	mustWrite(t, s.restoreMarker(), "target x\nsafety "+first.Checkpoint.Short()+"\nreason c1\n")
+	mustWrite(t, s.restoreMarker(), "target "+c1.Checkpoint.Short()+"\nsafety "+first.Checkpoint.Short()+"\nreason c1\n")
 	mustWrite(t, filepath.Join(wt, "a"), "half")
 	res, err := s.Restore(ctx, "c1", RestoreOptions{})
 	if err != nil {
@@ -280,6 +280,17 @@ func TestFinishingAnInterruptedRestoreNamesTheFirstSafety(t *testing.T) {
 	}
 	if s.Interrupted() != nil {
 		t.Errorf("the marker outlived the finished restore")
+	}
+	// Undoing it instead (a restore to that first safety checkpoint) names
+	// its own safety checkpoint, the half-restored state.
+	mustWrite(t, s.restoreMarker(), "target "+c1.Checkpoint.Short()+"\nsafety "+first.Checkpoint.Short()+"\nreason c1\n")
+	mustWrite(t, filepath.Join(wt, "a"), "half again")
+	undo, err := s.Restore(ctx, first.Checkpoint.ID, RestoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if undo.Safety.ID == first.Checkpoint.ID {
+		t.Errorf("the undo names its own target %s as the safety checkpoint", first.Checkpoint.Short())
 	}
 }
 
