@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -94,14 +95,10 @@ func (b ProjectBranch) MoveBack(ctx context.Context, branch, from, to, message s
 }
 
 // git runs one of MoveBack's git commands in the project, with the caller's
-// environment minus GIT_* (as every runner) and no fsmonitor hook.
-func (b ProjectBranch) git(ctx context.Context, stdin *strings.Reader, args ...string) ([]byte, error) {
-	env := scrubbedEnv("GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
-	full := append([]string{"-c", "core.fsmonitor=false", "--no-pager"}, args...)
-	if stdin == nil {
-		return output(ctx, b.Dir, env, nil, full)
-	}
-	return output(ctx, b.Dir, env, stdin, full)
+// environment minus GIT_* (as every runner) and the project's overrides.
+func (b ProjectBranch) git(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
+	env := scrubbedEnv("GIT_TERMINAL_PROMPT=0", "GIT_NO_LAZY_FETCH=1", "LC_ALL=C")
+	return output(ctx, b.Dir, env, stdin, append(projectOverrides(), args...))
 }
 
 // isObjectID reports whether s is a full SHA-1 or SHA-256 object id in lower-case hex.

@@ -49,17 +49,22 @@ func (p Project) run(ctx context.Context, stdin io.Reader, args []string) ([]byt
 	if err := checkReadOnly(args); err != nil {
 		return nil, "", err
 	}
-	// In a partial clone, reading a missing object would fetch it: a
-	// network call that writes packs into .git. Every protocol refused makes
-	// it fail instead (a protocol.<name>.allow of the user's would win over
-	// protocol.allow alone); GIT_NO_LAZY_FETCH says so to git 2.44 and later.
 	env := scrubbedEnv("GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_NO_LAZY_FETCH=1", "LC_ALL=C")
-	full := []string{"-c", "core.fsmonitor=false", "-c", "protocol.allow=never"}
+	return outputWarn(ctx, p.Dir, env, stdin, append(projectOverrides(), args...))
+}
+
+// projectOverrides are the -c settings of every command in the user's
+// repository (Project and ProjectBranch): no fsmonitor hook, no pager, and
+// no network. In a partial clone, reading a missing object would fetch it, a
+// network call that writes packs into .git; every protocol refused makes it
+// fail instead (a protocol.<name>.allow of the user's would win over
+// protocol.allow alone; GIT_NO_LAZY_FETCH says so to git 2.44 and later).
+func projectOverrides() []string {
+	args := []string{"-c", "core.fsmonitor=false", "-c", "protocol.allow=never"}
 	for _, proto := range []string{"file", "git", "ssh", "http", "https", "ext"} {
-		full = append(full, "-c", "protocol."+proto+".allow=never")
+		args = append(args, "-c", "protocol."+proto+".allow=never")
 	}
-	full = append(append(full, "--no-pager"), args...)
-	return outputWarn(ctx, p.Dir, env, stdin, full)
+	return append(args, "--no-pager")
 }
 
 func checkReadOnly(args []string) error {

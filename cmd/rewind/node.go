@@ -84,6 +84,20 @@ func nodeArgs(c *cli.Context, names ...string) ([]string, error) {
 	return c.Args().Slice(), nil
 }
 
+// nodeRun checks the positional arguments (names, RUN first) and opens RUN;
+// its errors are nodeFail's.
+func nodeRun(c *cli.Context, names ...string) ([]string, *node.Run, error) {
+	args, err := nodeArgs(c, names...)
+	if err != nil {
+		return nil, nil, nodeFail(c, "RUN", err)
+	}
+	run, err := openRun(c, args[0])
+	if err != nil {
+		return nil, nil, nodeFail(c, args[0], err)
+	}
+	return args, run, nil
+}
+
 // openRun opens RUN and prints how it was found.
 func openRun(c *cli.Context, path string) (*node.Run, error) {
 	o := opts(c)
@@ -206,13 +220,9 @@ func nullIfEmpty(s string) any {
 }
 
 func nodeList(c *cli.Context) error {
-	args, err := nodeArgs(c, "RUN")
+	args, run, err := nodeRun(c, "RUN")
 	if err != nil {
-		return nodeFail(c, "RUN", err)
-	}
-	run, err := openRun(c, args[0])
-	if err != nil {
-		return nodeFail(c, args[0], err)
+		return err
 	}
 	strict, err := strictMode(c, run, false)
 	if err != nil {
@@ -226,13 +236,9 @@ func nodeList(c *cli.Context) error {
 }
 
 func nodeSnapshot(c *cli.Context) error {
-	args, err := nodeArgs(c, "RUN", "NODE")
+	args, run, err := nodeRun(c, "RUN", "NODE")
 	if err != nil {
-		return nodeFail(c, "RUN", err)
-	}
-	run, err := openRun(c, args[0])
-	if err != nil {
-		return nodeFail(c, args[0], err)
+		return err
 	}
 	strict, err := strictMode(c, run, false)
 	if err != nil {
@@ -247,13 +253,9 @@ func nodeSnapshot(c *cli.Context) error {
 
 func nodeDiff(c *cli.Context) error {
 	o := opts(c)
-	args, err := nodeArgs(c, "RUN", "BASELINE", "CANDIDATE")
+	args, run, err := nodeRun(c, "RUN", "BASELINE", "CANDIDATE")
 	if err != nil {
-		return nodeFail(c, "RUN", err)
-	}
-	run, err := openRun(c, args[0])
-	if err != nil {
-		return nodeFail(c, args[0], err)
+		return err
 	}
 	var snaps [2]*node.Snapshot
 	for i, role := range []string{"baseline", "candidate"} {
@@ -283,13 +285,9 @@ func nodeDiff(c *cli.Context) error {
 }
 
 func nodeReplay(c *cli.Context) error {
-	args, err := nodeArgs(c, "RUN", "SNAPSHOT")
+	args, run, err := nodeRun(c, "RUN", "SNAPSHOT")
 	if err != nil {
-		return nodeFail(c, "RUN", err)
-	}
-	run, err := openRun(c, args[0])
-	if err != nil {
-		return nodeFail(c, args[0], err)
+		return err
 	}
 	s, _, err := run.LoadSnapshot(args[1])
 	if err != nil {
@@ -304,13 +302,9 @@ func nodeReplay(c *cli.Context) error {
 
 func nodeVerify(c *cli.Context) error {
 	o := opts(c)
-	args, err := nodeArgs(c, "RUN", "REPLAY")
+	args, run, err := nodeRun(c, "RUN", "REPLAY")
 	if err != nil {
-		return nodeFail(c, "RUN", err)
-	}
-	run, err := openRun(c, args[0])
-	if err != nil {
-		return nodeFail(c, args[0], err)
+		return err
 	}
 	rp, _, err := run.LoadReplay(args[1])
 	if err != nil {
