@@ -698,39 +698,9 @@ func (s *Store) permChanges(entries map[string]string, p *restorePlan, target *C
 			differs(c, tm.filePerm(c, exec(e)), false)
 		}
 	}
-	// ...and that hold, after the restore, what the checkpoint holds: a
-	// directory whose every file the restore leaves alone (the restored rules
-	// ignore them) is no longer recorded then, and its undo could not set its
-	// bits back.
-	after := map[string]bool{}
-	addAfter := func(d string) {
-		for ; d != "." && d != "" && !after[d]; d = path.Dir(d) {
-			after[d] = true
-		}
-	}
-	for _, w := range p.write {
-		addAfter(path.Dir(w))
-	}
-	for e := range entries {
-		if cur.inTree[e] && !kept[e] {
-			addAfter(path.Dir(e))
-		}
-	}
-	for _, d := range append(append([]string{}, p.mkdir...), p.newDirs...) {
-		addAfter(d)
-	}
-	emptyNow := map[string]bool{}
-	for _, d := range cur.meta.dirs {
-		emptyNow[d] = true
-	}
-	for _, d := range tm.dirs {
-		if emptyNow[d] {
-			addAfter(d)
-		}
-	}
 	var dirs []string
 	for d := range p.dirs {
-		if held[d] && after[d] && underAny(d, files) {
+		if held[d] && underAny(d, files) {
 			dirs = append(dirs, d)
 		}
 	}
