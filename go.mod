@@ -1,4 +1,4 @@
-module rewind
+module github.com/rewind-cli/rewind
 
 go 1.25.0
 

@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"rewind/gitexec"
+	"github.com/rewind-cli/rewind/gitexec"
 )
 
 // refPrefix holds one ref per checkpoint, named by its sequence number.

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"rewind/gitexec"
+	"github.com/rewind-cli/rewind/gitexec"
 )
 
 func mustWrite(t *testing.T, path, content string) {

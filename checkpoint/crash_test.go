@@ -162,7 +162,7 @@ func newCrasher(t *testing.T, rng *rand.Rand) *crasher {
 	tmp := t.TempDir()
 	tmp, _ = filepath.EvalSymlinks(tmp)
 	bin := filepath.Join(tmp, "rewind")
-	build := exec.Command("go", "build", "-o", bin, "rewind/cmd/rewind")
+	build := exec.Command("go", "build", "-o", bin, "github.com/rewind-cli/rewind/cmd/rewind")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

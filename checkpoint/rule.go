@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"rewind/gitexec"
+	"github.com/rewind-cli/rewind/gitexec"
 )
 
 // This file is the rule of what a checkpoint holds and what a restore may

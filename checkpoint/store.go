@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"rewind/gitexec"
+	"github.com/rewind-cli/rewind/gitexec"
 )
 
 // Store is the checkpoint store of one work tree.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"rewind/manifest"
+	"github.com/rewind-cli/rewind/manifest"
 )
 
 // Header is the audit header that begins every dispatch file:

@@ -12,8 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"rewind/gitexec"
-	"rewind/manifest"
+	"github.com/rewind-cli/rewind/gitexec"
+	"github.com/rewind-cli/rewind/manifest"
 )
 
 // Job is one re-dispatch: a dispatch of the plan sent again under a new seq.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"rewind/gitexec"
+	"github.com/rewind-cli/rewind/gitexec"
 )
 
 // A restore puts a checkpoint's files back but not its commits: when the

@@ -14,7 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"rewind/gitexec"
+	"github.com/rewind-cli/rewind/gitexec"
 )
 
 // A mutating dispatch and its replays are verified together. The newest

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"rewind/manifest"
+	"github.com/rewind-cli/rewind/manifest"
 )
 
 // LoadAttempts turns a manifest's authoritative entries (in order of first

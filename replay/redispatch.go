@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"rewind/manifest"
+	"github.com/rewind-cli/rewind/manifest"
 )
 
 // ErrUnfaithful means a dispatch to re-execute has neither its original

@@ -59,7 +59,7 @@ func TestBench(t *testing.T) {
 		scale = "full"
 	}
 	bin := filepath.Join(t.TempDir(), "rewind")
-	build := exec.Command("go", "build", "-o", bin, "rewind/cmd/rewind")
+	build := exec.Command("go", "build", "-o", bin, "github.com/rewind-cli/rewind/cmd/rewind")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

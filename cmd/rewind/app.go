@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"rewind/gitexec"
+	"github.com/rewind-cli/rewind/gitexec"
 )
 
 // version is stamped by the Makefile (-ldflags "-X main.version=...").

@@ -12,8 +12,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"rewind/checkpoint"
-	"rewind/gitexec"
+	"github.com/rewind-cli/rewind/checkpoint"
+	"github.com/rewind-cli/rewind/gitexec"
 )
 
 // `rewind checkpoint` keeps exact snapshots of the work tree in a shadow git

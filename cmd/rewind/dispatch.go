@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"rewind/manifest"
+	"github.com/rewind-cli/rewind/manifest"
 )
 
 // `rewind dispatch` is a drop-in for crucible's `python3 scripts/dispatch.py`:

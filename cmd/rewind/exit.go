@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"rewind/checkpoint"
-	"rewind/gitexec"
+	"github.com/rewind-cli/rewind/checkpoint"
+	"github.com/rewind-cli/rewind/gitexec"
 )
 
 // The exit codes, in one place. Scripts branch on them, so they never change

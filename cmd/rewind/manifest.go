@@ -17,7 +17,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/urfave/cli/v2"
 
-	"rewind/manifest"
+	"github.com/rewind-cli/rewind/manifest"
 )
 
 const manifestPathHelp = "PATH is a manifest.jsonl, a dispatch directory, a scratch directory whose .pipeline-active\n" +

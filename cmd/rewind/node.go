@@ -8,7 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"rewind/replay/node"
+	"github.com/rewind-cli/rewind/replay/node"
 )
 
 // `rewind node` snapshots, diffs, replays and verifies single nodes of a run,

@@ -12,9 +12,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"rewind/gitexec"
-	"rewind/manifest"
-	"rewind/replay"
+	"github.com/rewind-cli/rewind/gitexec"
+	"github.com/rewind-cli/rewind/manifest"
+	"github.com/rewind-cli/rewind/replay"
 )
 
 // `rewind pipeline` writes and reads the lifecycle markers of a pipeline run in

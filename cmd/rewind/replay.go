@@ -11,10 +11,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"rewind/checkpoint"
-	"rewind/gitexec"
-	"rewind/manifest"
-	"rewind/replay"
+	"github.com/rewind-cli/rewind/checkpoint"
+	"github.com/rewind-cli/rewind/gitexec"
+	"github.com/rewind-cli/rewind/manifest"
+	"github.com/rewind-cli/rewind/replay"
 )
 
 // `rewind replay` resumes an interrupted pipeline from its last verified

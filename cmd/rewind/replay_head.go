@@ -6,9 +6,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"rewind/checkpoint"
-	"rewind/gitexec"
-	"rewind/replay"
+	"github.com/rewind-cli/rewind/checkpoint"
+	"github.com/rewind-cli/rewind/gitexec"
+	"github.com/rewind-cli/rewind/replay"
 )
 
 // A replay's restore moves the project's branch back to the commit the

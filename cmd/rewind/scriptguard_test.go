@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"rewind/gitexec"
+	"github.com/rewind-cli/rewind/gitexec"
 )
 
 // guardProject runs rewind as a script's `exec rewind` does, and fails the

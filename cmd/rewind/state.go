@@ -13,7 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"rewind/replay/state"
+	"github.com/rewind-cli/rewind/replay/state"
 )
 
 // `rewind state` gives pipelines that keep their progress in state files of

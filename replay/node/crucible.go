@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"rewind/manifest"
+	"github.com/rewind-cli/rewind/manifest"
 )
 
 // entryInputs and entryOutputs split a manifest entry's known keys between a

@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"rewind/manifest"
+	"github.com/rewind-cli/rewind/manifest"
 )
 
 // Run kinds.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"rewind/manifest"
+	"github.com/rewind-cli/rewind/manifest"
 )
 
 // Error codes, as cool-workflow's NodeSnapshotError and RecordValidationError
