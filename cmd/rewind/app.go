@@ -52,6 +52,7 @@ func commands() []*cli.Command {
 		nodeCommand(),
 		stateCommand(),
 		demoCommand(),
+		reportCommand(),
 	}
 }
 

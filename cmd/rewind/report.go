@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/rewind-cli/rewind/checkpoint"
+	"github.com/rewind-cli/rewind/manifest"
+	"github.com/rewind-cli/rewind/replay"
+	runreport "github.com/rewind-cli/rewind/replay/report"
+)
+
+func reportCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "report",
+		Usage:     "draw a run as one self-contained HTML page: phase lanes, dispatch bars, crash and resume points, replays, A/B arms, diff tables",
+		ArgsUsage: "PATH -o FILE",
+		Description: "PATH is what rewind replay takes: a manifest.jsonl, a dispatch directory, a scratch directory whose\n" +
+			".pipeline-active names the dispatch directory, or a directory of crucible-dispatch-*/ directories.\n\n" +
+			"The page (-o FILE) needs nothing but a browser: CSS, script and SVG are inline. Bars start at each\n" +
+			"dispatch file's audit header Timestamp (else its modification time) and end at start + duration_s\n" +
+			"(else the result file's modification time); what is inferred is drawn dashed and said so.\n" +
+			"--json prints a summary document (with -o, the page is written too).",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the HTML page to `FILE`", TakesFile: true},
+			&cli.StringFlag{Name: "scratch", EnvVars: []string{"REWIND_SCRATCH"}, Usage: "the pipeline's scratch `DIR`, where dispatch files are also looked for (default: PATH when it is one)", TakesFile: true},
+		},
+		Action: func(c *cli.Context) error { return reportFail(c, reportRun(c)) },
+	}
+}
+
+func reportRun(c *cli.Context) error {
+	o := opts(c)
+	if c.NArg() != 1 {
+		return withHint(usageErrorf("report takes one PATH argument (a manifest, a dispatch directory or a scratch directory); got %d", c.NArg()),
+			"rewind report PATH -o report.html")
+	}
+	output := c.String("output")
+	if output == "" && !o.JSON {
+		return withHint(usageErrorf("report needs -o FILE, the HTML page to write"), "rewind report "+shellArg(c.Args().First())+" -o report.html")
+	}
+	if output != "" {
+		if fi, err := os.Stat(output); err == nil && fi.IsDir() {
+			return withHint(usageErrorf("-o %s is a directory", output), "name the page's file, such as "+filepath.Join(output, "report.html"))
+		}
+		if fi, err := os.Stat(filepath.Dir(output)); err != nil || !fi.IsDir() {
+			return withHint(usageErrorf("-o %s: directory %s does not exist", output, filepath.Dir(output)), "create it first, or write the page elsewhere")
+		}
+	}
+	src, err := resolveReplaySource(c, c.Args().First())
+	if err != nil {
+		return err
+	}
+	ix, err := manifest.Open(src.manifest)
+	if err != nil {
+		return fmt.Errorf("%s: %w", src.manifest, err)
+	}
+	defer ix.Close()
+	warnings := skippedWarnings(o, ix)
+	if ix.Seqs() == 0 {
+		return manifest.ErrEmpty
+	}
+	diffs, diffWarnings := readDiffRecords(src.lookup)
+	for _, w := range diffWarnings {
+		o.warnf("%s", w)
+	}
+	warnings = append(warnings, diffWarnings...)
+	cps, cpWarning := reportCheckpoints(c, src)
+	if cpWarning != "" {
+		o.warnf("%s", cpWarning)
+		warnings = append(warnings, cpWarning)
+	}
+	run, err := runreport.Build(runreport.Input{Index: ix, Source: src.manifest, Dirs: src.lookup, Marker: src.marker,
+		Checkpoints: cps, Diffs: diffs, Loc: time.Local, Now: o.Now()})
+	if err != nil {
+		return err
+	}
+	run.Warnings = warnings
+	if !run.Timed {
+		o.warnf("no dispatch of %s has a time (no dispatch files found): the timeline lays the bars out in seq order", src.manifest)
+	}
+	if output != "" {
+		var page bytes.Buffer
+		if err := runreport.Write(&page, run); err != nil {
+			return err
+		}
+		if err := manifest.WriteFileAtomic(output, page.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", output, err)
+		}
+	}
+	if o.JSON {
+		return writeJSON(o, runreport.Summarize(run, output))
+	}
+	fmt.Fprintf(o.Stdout, "wrote %s: %s in %s\n", output, plural(len(run.Bars), "dispatch", "dispatches"), plural(len(run.Lanes), "phase", "phases"))
+	return nil
+}
+
+// readDiffRecords reads replay-diff.jsonl from the first of dirs that has one.
+func readDiffRecords(dirs []string) ([]runreport.DiffRecord, []string) {
+	for _, dir := range dirs {
+		path := filepath.Join(dir, runreport.DiffFile)
+		f, err := os.Open(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, []string{fmt.Sprintf("%s: %v; no diff tables", path, err)}
+		}
+		defer f.Close()
+		records, bad, err := runreport.ParseDiffRecords(f)
+		var warnings []string
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("%s: %v", path, err))
+		}
+		if bad > 0 {
+			warnings = append(warnings, fmt.Sprintf("%s: %s not a replay-diff record, skipped", path, plural(bad, "line", "lines")))
+		}
+		return records, warnings
+	}
+	return nil, nil
+}
+
+// reportCheckpoints reads the checkpoints of the work tree's store, read-only
+// (the report keeps the boundaries of the run's own skill). A work tree without a store has none; one that
+// cannot be read is a warning, not an error: the page is drawn without them.
+func reportCheckpoints(c *cli.Context, src *replaySource) ([]replay.Checkpoint, string) {
+	o := opts(c)
+	store, err := checkpoint.OpenReadOnly(o.WorkTree, o.Store)
+	if errors.Is(err, checkpoint.ErrRefusedWorkTree) {
+		return nil, ""
+	}
+	if err != nil {
+		return nil, fmt.Sprintf("checkpoints not read (%v): the page has no checkpoint marks", err)
+	}
+	list, err := store.List(c.Context)
+	if err != nil {
+		return nil, fmt.Sprintf("checkpoints not read from %s (%v): the page has no checkpoint marks", store.Dir, err)
+	}
+	var all []replay.Checkpoint
+	for _, cp := range list {
+		all = append(all, replay.Checkpoint{ID: cp.ID, Reason: cp.Reason, Source: cp.Source, Time: cp.Time})
+	}
+	return all, ""
+}
+
+// reportFail prints err, with --json, as the command's one document:
+// {"error": {"code", "exit", "message", "hints"}}.
+func reportFail(c *cli.Context, err error) error {
+	if err == nil || !opts(c).JSON {
+		return err
+	}
+	code, hints := classify(err)
+	var ce *cliError
+	if errors.As(err, &ce) {
+		if ce.code != 0 {
+			code = ce.code
+		}
+		hints = append(append([]string{}, ce.hints...), hints...)
+	}
+	name := "error"
+	if code == exitUsage {
+		name = "usage"
+	}
+	if hints == nil {
+		hints = []string{}
+	}
+	doc := map[string]any{"error": map[string]any{"code": name, "exit": code, "message": strings.TrimRight(err.Error(), "\n"), "hints": hints}}
+	if werr := writeJSON(opts(c), doc); werr != nil {
+		return werr
+	}
+	return err
+}
