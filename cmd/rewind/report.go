@@ -63,7 +63,11 @@ func reportRun(c *cli.Context) error {
 		return fmt.Errorf("%s: %w", src.manifest, err)
 	}
 	defer ix.Close()
-	warnings := skippedWarnings(o, ix)
+	var warnings []string
+	if loc, err := manifest.Locate(c.Args().First()); err == nil {
+		warnings = append(warnings, loc.Notes...) // resolveReplaySource printed them
+	}
+	warnings = append(warnings, skippedWarnings(o, ix)...)
 	if ix.Seqs() == 0 {
 		return manifest.ErrEmpty
 	}
@@ -72,7 +76,7 @@ func reportRun(c *cli.Context) error {
 		o.warnf("%s", w)
 	}
 	warnings = append(warnings, diffWarnings...)
-	cps, cpWarning := reportCheckpoints(c, src)
+	cps, cpWarning := reportCheckpoints(c)
 	if cpWarning != "" {
 		o.warnf("%s", cpWarning)
 		warnings = append(warnings, cpWarning)
@@ -130,7 +134,7 @@ func readDiffRecords(dirs []string) ([]runreport.DiffRecord, []string) {
 // reportCheckpoints reads the checkpoints of the work tree's store, read-only
 // (the report keeps the boundaries of the run's own skill). A work tree without a store has none; one that
 // cannot be read is a warning, not an error: the page is drawn without them.
-func reportCheckpoints(c *cli.Context, src *replaySource) ([]replay.Checkpoint, string) {
+func reportCheckpoints(c *cli.Context) ([]replay.Checkpoint, string) {
 	o := opts(c)
 	store, err := checkpoint.OpenReadOnly(o.WorkTree, o.Store)
 	if errors.Is(err, checkpoint.ErrRefusedWorkTree) {

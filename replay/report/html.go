@@ -21,17 +21,17 @@ var pageCSS string
 var pageJS string
 
 var page = template.Must(template.New("page").Funcs(template.FuncMap{
-	"css":     func() template.CSS { return template.CSS(pageCSS) },
-	"js":      func() template.JS { return template.JS(pageJS) },
-	"x":       X,
-	"add":     func(a, b float64) float64 { return round1(a + b) },
-	"half":    func(a float64) float64 { return round1(a / 2) },
-	"clock":   clock,
-	"stamp":   stamp,
-	"phase":   PhaseLabel,
-	"num":     num,
-	"numptr":  numPtr,
-	"intptr":  intPtr,
+	"css":    func() template.CSS { return template.CSS(pageCSS) },
+	"js":     func() template.JS { return template.JS(pageJS) },
+	"x":      X,
+	"add":    func(a, b float64) float64 { return round1(a + b) },
+	"half":   func(a float64) float64 { return round1(a / 2) },
+	"clock":  clock,
+	"stamp":  stamp,
+	"phase":  PhaseLabel,
+	"num":    num,
+	"numptr": numPtr,
+	"intptr": intPtr,
 	"intptr64": func(n *int64) string {
 		if n == nil {
 			return "-"
@@ -39,11 +39,11 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 		return strconv.FormatInt(*n, 10)
 	},
 	"columnsOf": columnsOf,
-	"plural":  plural,
-	"percent": func(f float64) string { return strconv.FormatFloat(f*100, 'f', 2, 64) },
-	"dash":    dash,
-	"metric":  MetricLabel,
-	"status":  StatusClass,
+	"plural":    plural,
+	"percent":   func(f float64) string { return strconv.FormatFloat(f*100, 'f', 2, 64) },
+	"dash":      dash,
+	"metric":    MetricLabel,
+	"status":    StatusClass,
 }).Parse(pageTemplate))
 
 // Write renders the run as one self-contained HTML page.

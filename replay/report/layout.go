@@ -75,7 +75,14 @@ func (r *Run) axis(cps []replay.Checkpoint) {
 			b.X0, b.X1 = float64(i)/n, (float64(i)+0.9)/n
 		}
 		if r.Crash != nil {
-			r.Crash.X = (float64(slot[r.Crash.Seq]) + 1) / n
+			// After the original run's last slot.
+			last := -1
+			for _, b := range order {
+				if b.ReplaySession == "" && b.ReplayOf == nil {
+					last = slot[b.Seq]
+				}
+			}
+			r.Crash.X = (float64(last) + 1) / n
 		}
 		if r.Resume != nil {
 			r.Resume.X = float64(slot[r.Resume.Seq]) / n

@@ -440,8 +440,9 @@ func (r *Run) crashAndResume(attempts []replay.Attempt, cps []replay.Checkpoint)
 	if len(original) > 0 {
 		p, _ := replay.Build(original, nil, nil, replay.Options{})
 		if p != nil && !p.Complete {
-			r.Crash = &Mark{Phase: p.CrashPhase, Label: "crash", Detail: p.CrashContext}
-			// The crash is the last thing the original run did.
+			r.Crash = &Mark{Phase: p.CrashPhase, Label: "crash", Detail: p.CrashContext, Seq: crashSeq(original, bySeq)}
+			// The crash is placed at the last thing the original run did.
+			placed := false
 			for _, a := range original {
 				b := bySeq[a.Seq]
 				if b == nil {
@@ -451,8 +452,8 @@ func (r *Run) crashAndResume(attempts []replay.Attempt, cps []replay.Checkpoint)
 				if b.Open() || t.IsZero() {
 					t = b.Start
 				}
-				if r.Crash.Seq == 0 || t.After(r.Crash.At) || (t.Equal(r.Crash.At) && b.Seq > r.Crash.Seq) {
-					r.Crash.At, r.Crash.Seq = t, b.Seq
+				if !placed || t.After(r.Crash.At) {
+					r.Crash.At, placed = t, true
 				}
 			}
 		}
@@ -505,6 +506,35 @@ func (r *Run) crashAndResume(attempts []replay.Attempt, cps []replay.Checkpoint)
 	if first != nil {
 		mark(first, "would resume")
 	}
+}
+
+// crashSeq is the dispatch the original run stopped at, as replay names it:
+// its earliest failure, else the newest dispatch in flight.
+func crashSeq(original []replay.Attempt, bySeq map[int]*Bar) int {
+	var failed, inFlight *Bar
+	for _, a := range original {
+		b := bySeq[a.Seq]
+		if b == nil {
+			continue
+		}
+		switch b.Status {
+		case "failed", "error":
+			if failed == nil || earlier(b, failed) {
+				failed = b
+			}
+		case "dispatched":
+			if inFlight == nil || earlier(inFlight, b) {
+				inFlight = b
+			}
+		}
+	}
+	switch {
+	case failed != nil:
+		return failed.Seq
+	case inFlight != nil:
+		return inFlight.Seq
+	}
+	return 0
 }
 
 func earlier(a, b *Bar) bool {
