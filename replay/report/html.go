@@ -39,6 +39,7 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 		return strconv.FormatInt(*n, 10)
 	},
 	"columnsOf": columnsOf,
+	"deref":     func(b *bool) bool { return *b },
 	"plural":    plural,
 	"percent":   func(f float64) string { return strconv.FormatFloat(f*100, 'f', 2, 64) },
 	"dash":      dash,

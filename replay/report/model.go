@@ -122,8 +122,10 @@ type Arm struct {
 
 // Spread is a metric over the runs of one arm.
 type Spread struct {
-	N              int
-	Mean, Min, Max float64
+	N    int     `json:"n"`
+	Mean float64 `json:"mean"`
+	Min  float64 `json:"min"`
+	Max  float64 `json:"max"`
 }
 
 // MetricSpread is one metric over every arm, and whether the arms' ranges
@@ -160,6 +162,11 @@ func Build(in Input) (*Run, error) {
 	if r.Skill == "" {
 		r.Skill = skillFromHeaders(in.Dirs, attempts)
 	}
+	for _, d := range in.Diffs {
+		if r.Session == "" {
+			r.Session = d.OriginalSession
+		}
+	}
 	ledger := loadLedger(in.Dirs)
 	cps := in.Checkpoints
 	if r.Skill != "" {
@@ -184,7 +191,8 @@ func Build(in Input) (*Run, error) {
 		bySeq[b.Seq] = b
 	}
 	for _, b := range all {
-		if b.ReplayOf != nil && *b.ReplayOf < b.Seq {
+		// An A/B arm's run replays in an isolated clone: it supersedes nothing.
+		if b.ReplayOf != nil && *b.ReplayOf < b.Seq && b.Arm == "" {
 			if o := bySeq[*b.ReplayOf]; o != nil && (o.ReplayedBy == 0 || o.ReplayedBy < b.Seq) {
 				o.ReplayedBy = b.Seq
 			}
