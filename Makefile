@@ -7,7 +7,7 @@ BIN     ?= bin/rewind
 PREFIX  ?= /usr/local
 FUZZTIME ?= 10s
 
-.PHONY: all demo build install test race fmt-check vet tidy-check update-golden fuzz bench bench-quick bench-large soak clean
+.PHONY: all demo build install test e2e race fmt-check vet tidy-check update-golden fuzz bench bench-quick bench-large soak clean
 
 all: build
 
@@ -27,6 +27,18 @@ install: build
 ## test: formatting, vet, module tidiness, then every test (script tests included)
 test: fmt-check vet tidy-check
 	$(GO) test -count=1 -timeout 15m ./...
+
+## e2e: render report pages in headless Chromium and check what the browser laid out
+## (lanes, bars, labels, markers, arms) and a screenshot. Installs Debian's chromium
+## when it is missing (as root, or with sudo).
+e2e:
+	@if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null 2>&1; then sudo=sudo; \
+	  else echo "make e2e: chromium is missing, and installing it needs root or sudo" >&2; exit 1; fi; \
+	  echo "make e2e: installing chromium (apt-get)"; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null || exit 1; \
+	fi
+	REWIND_E2E=1 $(GO) test -count=1 -timeout 5m -run '^TestReportChromium$$' -v ./cmd/rewind
 
 ## race: every test under the race detector (about 3 minutes on 2 cores; needs cgo)
 race:
