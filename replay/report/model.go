@@ -172,8 +172,7 @@ func Build(in Input) (*Run, error) {
 	if r.Skill != "" {
 		// A pipeline resumes only from its own skill's checkpoints (and those
 		// that name none), as replay picks them.
-		own, unsourced, _ := replay.CheckpointsOf(cps, r.Skill)
-		cps = append(own, unsourced...)
+		cps, _, _ = replay.CheckpointsOf(cps, r.Skill)
 	}
 
 	all := make([]*Bar, 0, len(attempts))
