@@ -164,4 +164,3 @@ func TestArmsSpreads(t *testing.T) {
 		t.Error("the page does not say the gate rounds' ranges overlap")
 	}
 }
-
