@@ -20,7 +20,7 @@ import (
 func reportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "report",
-		Usage:     "draw a run as one self-contained HTML page: phase lanes, dispatch bars, crash and resume points, replays, A/B arms, diff tables",
+		Usage:     "draw a run as one self-contained HTML page: phase lanes, crash, resume, A/B arms",
 		ArgsUsage: "PATH -o FILE",
 		Description: "PATH is what rewind replay takes: a manifest.jsonl, a dispatch directory, a scratch directory whose\n" +
 			".pipeline-active names the dispatch directory, or a directory of crucible-dispatch-*/ directories.\n\n" +
