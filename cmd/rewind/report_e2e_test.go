@@ -111,6 +111,10 @@ type summary struct {
 		Arm  string            `json:"arm"`
 		Runs []json.RawMessage `json:"runs"`
 	} `json:"arms"`
+	Spreads []struct {
+		Metric  string `json:"metric"`
+		Overlap *bool  `json:"overlap"`
+	} `json:"spreads"`
 }
 
 func reportSummary(t *testing.T, workTree, path, page string) summary {
@@ -180,6 +184,13 @@ type layout struct {
 		Box  box    `json:"box"`
 		Runs int    `json:"runs"`
 	} `json:"arms"`
+	Spreads []struct {
+		Metric string `json:"metric"`
+		Ranges []struct {
+			Arm string `json:"arm"`
+			Box box    `json:"box"`
+		} `json:"ranges"`
+	} `json:"spreads"`
 }
 
 var layoutRE = regexp.MustCompile(`(?s)<pre id="e2e-layout" hidden="">(.*?)</pre>`)
@@ -317,6 +328,23 @@ func checkArms(t *testing.T, s summary, l layout) {
 	c, m := l.Arms[0].Box, l.Arms[1].Box
 	if !near(c.Y, m.Y, 1) || c.X+c.W > m.X || c.W < 300 || m.W < 300 {
 		t.Errorf("arms not side by side: control %+v, mutated %+v", c, m)
+	}
+	// Each metric's range chart: the drawn ranges overlap exactly when the
+	// summary says the arms' ranges do.
+	if len(l.Spreads) != len(s.Spreads) || len(s.Spreads) == 0 {
+		t.Fatalf("rendered %d spread rows, want %d", len(l.Spreads), len(s.Spreads))
+	}
+	for i, sp := range s.Spreads {
+		drawn := l.Spreads[i]
+		if drawn.Metric != sp.Metric || len(drawn.Ranges) != 2 || sp.Overlap == nil {
+			t.Errorf("spread %d: drawn %s with %d ranges, want %s with 2", i, drawn.Metric, len(drawn.Ranges), sp.Metric)
+			continue
+		}
+		a, b := drawn.Ranges[0].Box, drawn.Ranges[1].Box
+		overlap := a.X <= b.X+b.W+0.5 && b.X <= a.X+a.W+0.5
+		if overlap != *sp.Overlap {
+			t.Errorf("%s: the drawn ranges %+v and %+v overlap: %v; the summary says %v", sp.Metric, a, b, overlap, *sp.Overlap)
+		}
 	}
 }
 

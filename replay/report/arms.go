@@ -157,3 +157,43 @@ func (a *Arm) Strip(s *Session) []StripBar {
 	}
 	return out
 }
+
+// SpreadChartWidth is the width in pixels of a metric's range chart.
+const SpreadChartWidth = 240.0
+
+// SpreadLine is one arm's range in a metric's chart: min to max, and the mean.
+type SpreadLine struct {
+	Arm         string
+	Index       int
+	Y           float64
+	X0, X1, XM  float64
+	Mean        float64
+	Min, Max, N int
+}
+
+// Lines places each arm's range of the metric on one scale, from 0 (or the
+// lowest value) to the highest, so ranges that overlap are seen to.
+func (m *MetricSpread) Lines(arms []*Arm) []SpreadLine {
+	lo, hi := 0.0, 0.0
+	for _, sp := range m.ByArm {
+		if sp != nil {
+			lo, hi = math.Min(lo, sp.Min), math.Max(hi, sp.Max)
+		}
+	}
+	if hi <= lo {
+		hi = lo + 1
+	}
+	x := func(v float64) float64 { return round1(8 + (v-lo)/(hi-lo)*(SpreadChartWidth-16)) }
+	var out []SpreadLine
+	for i, sp := range m.ByArm {
+		if sp == nil {
+			continue
+		}
+		out = append(out, SpreadLine{Arm: arms[i].Name, Index: i, Y: float64(8 + 12*i), X0: x(sp.Min), X1: x(sp.Max), XM: x(sp.Mean),
+			Mean: sp.Mean, Min: int(sp.Min), Max: int(sp.Max), N: sp.N})
+	}
+	return out
+}
+
+// ChartHeight is the height of a metric's range chart.
+func (r *Run) ChartHeight() float64 { return float64(4 + 12*len(r.Arms)) }

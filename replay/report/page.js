@@ -29,6 +29,12 @@
   document.querySelectorAll(".arm").forEach(function (a) {
     out.arms.push({ arm: a.dataset.arm, box: box(a), runs: a.querySelectorAll(".run").length });
   });
+  out.spreads = [];
+  document.querySelectorAll(".spreads tr[data-metric]").forEach(function (tr) {
+    var ranges = [];
+    tr.querySelectorAll("g.range").forEach(function (g) { ranges.push({ arm: g.dataset.arm, box: box(g.querySelector("line")) }); });
+    out.spreads.push({ metric: tr.dataset.metric, ranges: ranges });
+  });
   var pre = document.getElementById("e2e-layout");
   pre.textContent = JSON.stringify(out);
 })();
