@@ -62,21 +62,21 @@ type Lane struct {
 
 // Bar is one manifest seq.
 type Bar struct {
-	Seq                    int
-	File, Role, Phase      string
-	Status, Summary, Model string
-	Task, Duration         *int
-	ReplayOf               *int
-	ReplaySession          string
-	Mutation, Arm          string
-	Repeat                 *int
-	Start, End             time.Time // zero when unknown
-	StartFrom              string    // "header", "mtime", "inferred" or "none"
-	EndFrom                string    // "duration", "result-file", "in-flight", "inferred" or "none"
-	ReplayedBy             int       // the seq of the replay that superseded it (0: none)
-	Verdict                string    // the receipt ledger's verdict ("" when none)
-	Lane, Row              int
-	X0, X1                 float64 // position on the axis, 0..1
+	Seq               int
+	File, Role, Phase string
+	Status, Summary   string
+	Task, Duration    *int
+	ReplayOf          *int
+	ReplaySession     string
+	Mutation, Arm     string
+	Repeat            *int
+	Start, End        time.Time // zero when unknown
+	StartFrom         string    // "header", "mtime", "inferred" or "none"
+	EndFrom           string    // "duration", "result-file", "in-flight", "inferred" or "none"
+	ReplayedBy        int       // the seq of the replay that superseded it (0: none)
+	Verdict           string    // the receipt ledger's verdict ("" when none)
+	Lane, Row         int
+	X0, X1            float64 // position on the axis, 0..1
 }
 
 // Open reports whether the bar has no end: the dispatch is still in flight.
@@ -96,7 +96,7 @@ type Mark struct {
 	At     time.Time // zero when the axis is not time
 	X      float64
 	Phase  string
-	Seq    int // the dispatch it is placed by (0: none)
+	Seq    int // the dispatch it concerns: the one the run stopped at, the earliest a resume redid (0: none)
 	Label  string
 	Detail string
 }
@@ -180,7 +180,7 @@ func Build(in Input) (*Run, error) {
 	for _, a := range attempts {
 		x := extras[a.Seq]
 		b := &Bar{Seq: a.Seq, File: a.File, Role: a.Role, Phase: a.Phase, Status: a.Status, Summary: a.Summary,
-			Model: a.ModelTier, Task: a.Task, Duration: a.Duration, ReplayOf: a.ReplayOf, ReplaySession: a.ReplaySession,
+			Task: a.Task, Duration: a.Duration, ReplayOf: a.ReplayOf, ReplaySession: a.ReplaySession,
 			Mutation: x.mutation, Arm: x.arm, Repeat: x.repeat, Start: a.Time, StartFrom: a.TimeFrom}
 		if b.StartFrom == "" {
 			b.StartFrom = "none"
