@@ -63,11 +63,11 @@ func reportRun(c *cli.Context) error {
 		return fmt.Errorf("%s: %w", src.manifest, err)
 	}
 	defer ix.Close()
-	var warnings []string
+	var notes []string
 	if loc, err := manifest.Locate(c.Args().First()); err == nil {
-		warnings = append(warnings, loc.Notes...) // resolveReplaySource printed them
+		notes = loc.Notes // resolveReplaySource printed them
 	}
-	warnings = append(warnings, skippedWarnings(o, ix)...)
+	warnings := skippedWarnings(o, ix)
 	if ix.Seqs() == 0 {
 		return manifest.ErrEmpty
 	}
@@ -86,7 +86,7 @@ func reportRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	run.Warnings = warnings
+	run.Notes, run.Warnings = notes, warnings
 	if !run.Timed {
 		o.warnf("no dispatch of %s has a time (no dispatch files found): the timeline lays the bars out in seq order", src.manifest)
 	}

@@ -49,7 +49,8 @@ type Run struct {
 	Sessions    []*Session // replay sessions, in order of first appearance
 	Diffs       []DiffRecord
 	Sources     map[string]int // how many bars took their start from each source
-	Warnings    []string
+	Notes       []string       // how PATH was resolved, shown plainly
+	Warnings    []string       // what could not be read, shown as warnings
 }
 
 // Lane is one phase of the run.

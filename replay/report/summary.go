@@ -22,7 +22,7 @@ type Summary struct {
 	Arms        []ArmSummary      `json:"arms"`
 	Spreads     []SpreadSummary   `json:"spreads"`
 	DiffRecords int               `json:"diff_records"`
-	Warnings    []string          `json:"warnings"`
+	Warnings    []string          `json:"warnings"` // the resolution notes, then the warnings
 }
 
 // LaneSummary is one phase lane.
@@ -91,10 +91,7 @@ func Summarize(r *Run, output string) Summary {
 	s := Summary{Source: r.Source, Output: opt(output), Session: opt(r.Session), Skill: opt(r.Skill),
 		GeneratedAt: stamp(r.Generated), Timed: r.Timed, TimeSources: r.Sources,
 		Lanes: []LaneSummary{}, Dispatches: []DispatchSummary{}, Checkpoints: []MarkSummary{},
-		Arms: []ArmSummary{}, Spreads: []SpreadSummary{}, DiffRecords: len(r.Diffs), Warnings: r.Warnings}
-	if s.Warnings == nil {
-		s.Warnings = []string{}
-	}
+		Arms: []ArmSummary{}, Spreads: []SpreadSummary{}, DiffRecords: len(r.Diffs), Warnings: append(append([]string{}, r.Notes...), r.Warnings...)}
 	if r.Timed {
 		s.Start, s.End = optTime(r.Start), optTime(r.End)
 	}
