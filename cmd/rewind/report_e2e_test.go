@@ -27,7 +27,8 @@ import (
 // checks they sit where the --json summary's times say, not only that the
 // HTML text holds them. It also takes a screenshot and checks it is a PNG of
 // the window's size, not blank, with the status colours where the bars are.
-// The fixtures are those of the report_timeline and report_ab scripts.
+// The fixtures are those of the report_timeline, report_hostile and report_ab
+// scripts.
 func TestReportChromium(t *testing.T) {
 	if os.Getenv("REWIND_E2E") != "1" {
 		t.Skip("needs Chromium: run make e2e (REWIND_E2E=1)")
@@ -46,6 +47,21 @@ func TestReportChromium(t *testing.T) {
 		layout := renderLayout(t, browser, page)
 		checkTimeline(t, sum, layout)
 		checkScreenshot(t, browser, page, layout)
+	})
+	t.Run("hostile", func(t *testing.T) {
+		// Markup in the run's strings shows as text: the labels the browser
+		// rendered are the raw strings, and the parsed page has one script.
+		dir := unpackScript(t, "report_hostile.txtar")
+		page := filepath.Join(dir, "report.html")
+		sum := reportSummary(t, dir, filepath.Join(dir, "d"), page)
+		layout := renderLayout(t, browser, page)
+		checkTimeline(t, sum, layout)
+		if n := layout.Scripts; n != 1 {
+			t.Errorf("the rendered page has %d script elements, want 1 (its own)", n)
+		}
+		if len(layout.Lanes) == 0 || layout.Lanes[0].Label != "phase <b>bold</b>" {
+			t.Errorf("lanes %+v: the phase <b>bold</b> is not shown as text", layout.Lanes)
+		}
 	})
 	t.Run("ab", func(t *testing.T) {
 		dir := unpackScript(t, "report_ab.txtar")
@@ -154,8 +170,9 @@ func chromium(t *testing.T, browser string, args ...string) []byte {
 type box struct{ X, Y, W, H float64 }
 
 type layout struct {
-	SVG   box `json:"svg"`
-	Lanes []struct {
+	SVG     box `json:"svg"`
+	Scripts int `json:"scripts"`
+	Lanes   []struct {
 		Phase string `json:"phase"`
 		Index int    `json:"index"`
 		Label string `json:"label"`

@@ -9,7 +9,7 @@
   }
   function text(el) { return el ? el.textContent : null; }
   var svg = document.getElementById("timeline-svg");
-  var out = { svg: box(svg), lanes: [], bars: [], markers: [], links: [], arms: [] };
+  var out = { svg: box(svg), scripts: document.scripts.length, lanes: [], bars: [], markers: [], links: [], arms: [] };
   svg.querySelectorAll("g.lane").forEach(function (g) {
     out.lanes.push({ phase: g.dataset.phase, index: +g.dataset.index, label: text(g.querySelector(".lane-label")), box: box(g.querySelector(".lane-bg")) });
   });
