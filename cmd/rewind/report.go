@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,6 +53,9 @@ func reportRun(c *cli.Context) error {
 		}
 		if fi, err := os.Stat(filepath.Dir(output)); err != nil || !fi.IsDir() {
 			return withHint(usageErrorf("-o %s: directory %s does not exist", output, filepath.Dir(output)), "create it first, or write the page elsewhere")
+		}
+		if err := checkReplaceable(output); err != nil {
+			return err
 		}
 	}
 	src, err := resolveReplaySource(c, c.Args().First())
@@ -104,6 +108,26 @@ func reportRun(c *cli.Context) error {
 	}
 	fmt.Fprintf(o.Stdout, "wrote %s: %s in %s\n", output, plural(len(run.Bars), "dispatch", "dispatches"), plural(len(run.Lanes), "phase", "phases"))
 	return nil
+}
+
+// checkReplaceable refuses to overwrite a file that is not a page rewind
+// report wrote (a manifest named by mistake would be lost).
+func checkReplaceable(output string) error {
+	f, err := os.Open(output)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("-o %s: %w", output, err)
+	}
+	defer f.Close()
+	head := make([]byte, 1024)
+	n, _ := io.ReadFull(f, head)
+	if bytes.Contains(head[:n], []byte(runreport.Generator)) {
+		return nil
+	}
+	return withHint(exitErrorf(exitFailure, "-o %s exists and is not a page rewind report wrote; not overwriting it", output),
+		"name a new file, or remove this one first")
 }
 
 // readDiffRecords reads replay-diff.jsonl from the first of dirs that has one.

@@ -47,6 +47,10 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"status":    StatusClass,
 }).Parse(pageTemplate))
 
+// Generator is the tag near the top of every page, by which a page rewind
+// wrote is told from any other file before it is replaced.
+const Generator = `<meta name="generator" content="rewind report">`
+
 // Write renders the run as one self-contained HTML page.
 func Write(w io.Writer, r *Run) error {
 	return page.Execute(w, r)
