@@ -58,7 +58,7 @@ type ChangedError struct {
 }
 
 func (e *ChangedError) Error() string {
-	return fmt.Sprintf("not overwriting %s: changed since rewind installed it (no version rewind shipped)", strings.Join(e.Paths, ", "))
+	return fmt.Sprintf("not overwriting %s: no version rewind shipped (changed since it was installed, or another skill of that name)", strings.Join(e.Paths, ", "))
 }
 
 // Installed says what Install did to one skill.

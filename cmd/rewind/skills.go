@@ -84,8 +84,12 @@ func skillsInstall(c *cli.Context) error {
 	res, err := skills.Install(dir, c.Bool("force"))
 	var changed *skills.ChangedError
 	if errors.As(err, &changed) {
-		return withHint(err, "see what it would change: rewind skills diff --dir "+shellArg(dir),
-			"overwrite it (your file is kept beside it as SKILL.md.<hash>.bak): rewind skills install --dir "+shellArg(dir)+" --force")
+		where := ""
+		if c.IsSet("dir") {
+			where = " --dir " + shellArg(dir)
+		}
+		return withHint(err, "see what it would change: rewind skills diff"+where,
+			"overwrite it (your file is kept beside it as SKILL.md.<hash>.bak): rewind skills install"+where+" --force")
 	}
 	if err != nil {
 		return err
@@ -346,7 +350,7 @@ func hookPostToolUse(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("hook: %w", err)
 	}
-	if !c.IsSet("work-tree") {
+	if c.String("work-tree") == "" { // (IsSet is true for an empty REWIND_WORK_TREE)
 		dir := os.Getenv("CLAUDE_PROJECT_DIR")
 		if dir == "" {
 			dir = call.Cwd
