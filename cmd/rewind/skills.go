@@ -404,6 +404,9 @@ func setWorkTree(c *cli.Context, o *options, dir string) error {
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
 		return fmt.Errorf("hook: work tree %s is not a directory", abs)
 	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil && real == o.WorkTree {
+		return nil // the project the current directory gave already: no second git call
+	}
 	top := projectTop(c.Context, abs)
 	if real, err := filepath.EvalSymlinks(top); err == nil {
 		top = real
