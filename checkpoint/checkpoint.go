@@ -438,7 +438,10 @@ type CreateOptions struct {
 	Reason      string
 	Source      string
 	MaxFileSize int64 // <= 0: DefaultMaxFileSize
-	Keep        int   // checkpoints kept after this one (<= 0: 50)
+	Keep        int   // checkpoints kept of each budget after this one (<= 0: 50; see evict)
+	// OnlyIfChanged records nothing when the tree is the newest checkpoint's
+	// (a hook after a tool call that changed nothing): Created.NotTaken.
+	OnlyIfChanged bool
 }
 
 // Created says what Create did.
@@ -448,6 +451,7 @@ type Created struct {
 	Changed    int         // paths changed against the newest earlier checkpoint
 	Unchanged  *Checkpoint // the newest earlier checkpoint when its tree is the same
 	Duplicate  bool        // same reason, source and tree within a second: nothing recorded
+	NotTaken   bool        // OnlyIfChanged and the tree is Unchanged's: nothing recorded
 	Evicted    []*Checkpoint
 
 	capture *capture // what the rule held (a restore asks it)
@@ -528,6 +532,10 @@ func (s *Store) create(ctx context.Context, opt CreateOptions) (*Created, error)
 				return res, nil
 			}
 			res.Unchanged = newest
+			if opt.OnlyIfChanged {
+				res.Checkpoint, res.NotTaken = newest, true
+				return res, nil
+			}
 		} else {
 			changed, err := s.changedPaths(ctx, newest.Tree, cap.tree)
 			if err != nil {
@@ -589,25 +597,48 @@ func (s *Store) projectHead(ctx context.Context) (branch, head string) {
 	return branch, head
 }
 
+// SourceHook is the source of the checkpoints an agent's hook takes after
+// each tool call (rewind hook post-tool-use).
+const SourceHook = "hook"
+
+// Budget names the eviction budget a checkpoint counts against. Hook
+// checkpoints come after every tool call and restores' safety checkpoints
+// with every restore: counted with the pipelines' boundary checkpoints, a
+// busy session of either would push every boundary out. So each kind keeps
+// its own newest N.
+func (c *Checkpoint) Budget() string {
+	switch {
+	case c.Source == SourceHook:
+		return "hook"
+	case c.Source == "checkpoint" && strings.HasPrefix(c.Reason, "pre-restore-safety"):
+		return "safety"
+	}
+	return "boundary"
+}
+
 // evict deletes the refs of all but the newest keep of rewind's own
-// checkpoints (their objects are freed by the next prune) and rewrites the
-// manifest. Checkpoints crucible's procedure made are the procedure's: they
-// are never evicted, nor counted.
+// checkpoints of each budget (hook, safety, boundary: see Budget; their
+// objects are freed by the next prune) and rewrites the manifest. Checkpoints
+// crucible's procedure made are the procedure's: they are never evicted, nor
+// counted.
 func (s *Store) evict(ctx context.Context, cps []*Checkpoint, keep int) ([]*Checkpoint, error) {
-	var own []*Checkpoint
-	for _, c := range cps {
-		if !c.Procedure {
-			own = append(own, c)
+	kept := map[string]int{}
+	evicted := map[*Checkpoint]bool{}
+	var gone []*Checkpoint
+	for i := len(cps) - 1; i >= 0; i-- {
+		c := cps[i]
+		if c.Procedure {
+			continue
+		}
+		if kept[c.Budget()]++; kept[c.Budget()] > keep {
+			evicted[c] = true
+			gone = append([]*Checkpoint{c}, gone...)
 		}
 	}
-	var gone []*Checkpoint
-	if len(own) > keep {
-		gone = own[:len(own)-keep]
+	if len(gone) > 0 {
 		var b strings.Builder
-		evicted := map[*Checkpoint]bool{}
 		for _, c := range gone {
 			fmt.Fprintf(&b, "delete %s %s\n", refName(c.Seq), c.ID)
-			evicted[c] = true
 		}
 		if _, err := s.git().RunInput(ctx, strings.NewReader(b.String()), "update-ref", "--stdin"); err != nil {
 			return nil, err

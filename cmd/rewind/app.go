@@ -30,14 +30,18 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		gitexec.Trace = stderr
 	}
 	app := newApp(stdin, stdout, stderr)
-	args, err := reorderArgs(app, args)
+	ordered, err := reorderArgs(app, args)
 	if err == nil {
-		err = app.RunContext(ctx, args)
+		err = app.RunContext(ctx, ordered)
 	}
 	if err != nil && ctx.Err() != nil {
 		err = context.Canceled
 	}
-	return report(stderr, err)
+	code := report(stderr, err)
+	if code == exitUsage && isHookCall(args) {
+		code = exitFailure // Claude Code reads a hook's exit 2 as "block the agent"
+	}
+	return code
 }
 
 // commands lists the command groups. Register a group here only when it works.
@@ -53,6 +57,9 @@ func commands() []*cli.Command {
 		stateCommand(),
 		demoCommand(),
 		reportCommand(),
+		skillsCommand(),
+		hooksCommand(),
+		hookCommand(),
 	}
 }
 
