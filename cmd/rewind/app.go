@@ -44,7 +44,7 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func commands() []*cli.Command {
 	return []*cli.Command{
 		versionCommand(),
-		checkpointCommand(),
+		withSubcommands(checkpointCommand(), shareCommands()...),
 		dispatchCommand(),
 		manifestCommand(),
 		pipelineCommand(),
@@ -52,6 +52,8 @@ func commands() []*cli.Command {
 		nodeCommand(),
 		stateCommand(),
 		demoCommand(),
+		exportCommand(),
+		importCommand(),
 	}
 }
 

@@ -1,0 +1,540 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/rewind-cli/rewind/checkpoint"
+	"github.com/rewind-cli/rewind/replay/portable"
+)
+
+// Portable runs: `rewind export` and `rewind import` carry a run and every
+// checkpoint of its work tree to another machine in one git bundle;
+// `rewind checkpoint push` and `pull` share them through any git remote,
+// under refs named by the project's root commit. git in the store does all
+// of it; the project's own .git is only read.
+
+func exportCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "export",
+		Usage:     "write a run and every checkpoint of the work tree to one git bundle",
+		ArgsUsage: "PATH",
+		Description: "PATH is the run, as rewind replay takes it (a manifest.jsonl, a dispatch directory or a\n" +
+			"scratch directory). Its files (the dispatch directory; the scratch directory's markers,\n" +
+			"pipeline-status.md, handoff and CSB files and durable copy; the debugging handoffs and build\n" +
+			"mode file in /tmp) are recorded in the store as a commit under refs/rewind/runs/<session>,\n" +
+			"and the bundle holds that ref and every checkpoint's. rewind import recreates it elsewhere.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the bundle to `FILE`", TakesFile: true},
+			scratchFlag(),
+			&cli.DurationFlag{Name: "wait", Usage: "how long to wait for another rewind holding the store's lock"},
+		},
+		Action: exportRun,
+	}
+}
+
+func importCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "import",
+		Usage:     "recreate a run and its checkpoints from a bundle rewind export wrote",
+		ArgsUsage: "BUNDLE",
+		Description: "The bundle is checked with git bundle verify before anything is written. Its checkpoints\n" +
+			"join the work tree's store (--work-tree; one it has already is not added twice), and its run\n" +
+			"is written to the scratch directory (--scratch, default the work tree's) and the dispatch\n" +
+			"directory under /tmp (REWIND_TMPDIR), with the paths its markers record rebased. A file in\n" +
+			"the way with other content, or a run the store holds that diverged, is refused (exit 4),\n" +
+			"with nothing written. Importing the same bundle again changes nothing.\n" +
+			"With --session ID and no BUNDLE, the run the store holds (rewind checkpoint pull brought it)\n" +
+			"is written out the same way.",
+		Flags: []cli.Flag{
+			scratchFlag(),
+			&cli.StringFlag{Name: "session", Usage: "write out the run `ID` the store holds, instead of a bundle's"},
+			&cli.DurationFlag{Name: "wait", Usage: "how long to wait for another rewind holding the store's lock"},
+		},
+		Action: importRun,
+	}
+}
+
+// shareCommands are checkpoint push and pull.
+func shareCommands() []*cli.Command {
+	wait := &cli.DurationFlag{Name: "wait", Usage: "how long to wait for another rewind holding the store's lock"}
+	return []*cli.Command{
+		{
+			Name:      "push",
+			Usage:     "offer every checkpoint and run of the store to a git remote",
+			ArgsUsage: "REMOTE",
+			Description: "REMOTE is a git URL or path (a bare repository). Refs go under\n" +
+				"refs/rewind/projects/<root commit>/ (checkpoints/<id>, runs/<session>), the same in every\n" +
+				"clone of the project. Only fast-forwards: a run the remote holds that diverged is reported\n" +
+				"and left as it is (exit 4). The project's .git is only read.",
+			Flags:  []cli.Flag{wait},
+			Action: checkpointPush,
+		},
+		{
+			Name:      "pull",
+			Usage:     "take the project's checkpoints and runs from a git remote into the store",
+			ArgsUsage: "REMOTE",
+			Description: "Checkpoints the store lacks are added (next sequence numbers, in time order); runs are\n" +
+				"created or fast-forwarded; a run that diverged from the store's is reported and left as it\n" +
+				"is (exit 4). rewind import --session ID writes a pulled run out.",
+			Flags:  []cli.Flag{wait},
+			Action: checkpointPull,
+		},
+	}
+}
+
+// portableFail prints err as the command's one JSON document under --json
+// ({"error": {"code", "exit", "message", "hints", "details"}}), and returns
+// it for run to report on stderr.
+func portableFail(c *cli.Context, err error, code string, details any) error {
+	o := opts(c)
+	if err == nil || !o.JSON {
+		return err
+	}
+	exit, hints := classify(err)
+	var ce *cliError
+	if errors.As(err, &ce) {
+		if ce.code != 0 {
+			exit = ce.code
+		}
+		hints = append(append([]string(nil), ce.hints...), hints...)
+	}
+	if code == "" {
+		code = "error"
+		if exit == exitUsage {
+			code = "usage"
+		}
+	}
+	if hints == nil {
+		hints = []string{}
+	}
+	if werr := writeJSON(o, map[string]any{"error": map[string]any{"code": code, "exit": exit, "message": err.Error(), "hints": hints, "details": details}}); werr != nil {
+		return werr
+	}
+	return err
+}
+
+// portableErr maps the portable errors to exit codes.
+func portableErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, checkpoint.ErrBadRemote), errors.Is(err, checkpoint.ErrBadSession):
+		return withCode(exitUsage, err)
+	case errors.Is(err, checkpoint.ErrNoProjectID):
+		return withHint(err, "the project's id is its root commit: make the first commit, then push or pull")
+	case errors.Is(err, checkpoint.ErrBadBundle):
+		return withHint(err, "write the bundle again with rewind export PATH -o FILE, and copy it whole")
+	}
+	return err
+}
+
+func exportRun(c *cli.Context) error {
+	o := opts(c)
+	path, err := oneArg(c, "PATH (a manifest, a dispatch directory or a scratch directory)")
+	if err != nil {
+		return portableFail(c, err, "", nil)
+	}
+	out := c.String("output")
+	if out == "" {
+		return portableFail(c, withHint(usageErrorf("export needs the bundle's file: -o FILE"), "rewind export "+shellArg(path)+" -o run.bundle"), "", nil)
+	}
+	if err := checkpoint.CheckRemote("bundle path", out); err != nil {
+		return portableFail(c, portableErr(err), "", nil)
+	}
+	src, err := resolveReplaySource(c, path)
+	if err != nil {
+		return portableFail(c, err, "", nil)
+	}
+	session := sessionOf(src)
+	if session == "" {
+		return portableFail(c, withHint(exitErrorf(exitFailure, "cannot tell the session of the run in %s: no %s names it and the directory is not crucible-dispatch-<session>", src.dispatchDir, ".pipeline-active"),
+			"name the scratch directory that holds its .pipeline-active: rewind export SCRATCH -o FILE"), "", nil)
+	}
+	if err := checkpoint.CheckSession(session); err != nil {
+		return portableFail(c, portableErr(err), "", nil)
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return portableFail(c, err, "", nil)
+	}
+	project, _, perr := checkpoint.ProjectID(c.Context, o.WorkTree)
+	if perr != nil && !errors.Is(perr, checkpoint.ErrNoProjectID) {
+		return portableFail(c, perr, "", nil)
+	}
+	skill := ""
+	live := ""
+	if src.marker != nil {
+		skill, live = src.marker.Skill, src.marker.DispatchDir
+	}
+	files, meta, err := portable.Collect(portable.Source{Session: session, Skill: skill, Project: project, WorkTree: o.WorkTree,
+		ScratchDir: src.scratch, DispatchDir: src.dispatchDir, LiveDir: live, TmpDir: tmpDir()}, func(w string) { o.warnf("%s", w) })
+	if err != nil {
+		return portableFail(c, err, "", nil)
+	}
+	saved, err := s.SaveRun(c.Context, session, files, "run "+session)
+	if err != nil {
+		return portableFail(c, portableErr(err), "", nil)
+	}
+	refs, err := s.WriteBundle(c.Context, out, []string{session})
+	if err != nil {
+		return portableFail(c, portableErr(err), "", nil)
+	}
+	checkpoints := len(refs) - 1
+	abs, _ := filepath.Abs(out)
+	if o.JSON {
+		return writeJSON(o, map[string]any{"bundle": abs, "session": session, "skill": nullIfEmpty(skill), "project": nullIfEmpty(project),
+			"run": saved.ID, "run_updated": saved.Updated, "files": len(meta.Files), "checkpoints": checkpoints, "refs": bundleRefsJSON(refs)})
+	}
+	fmt.Fprintf(o.Stdout, "Exported run %s (%s, run %s) and %s to %s.\n", session, plural(len(meta.Files), "file", "files"), short8(saved.ID), plural(checkpoints, "checkpoint", "checkpoints"), out)
+	if project == "" {
+		o.warnf("%s has no commit: the run records no project id", o.WorkTree)
+	}
+	o.hintf("on the other machine, in the project's clone: rewind import %s", shellArg(filepath.Base(out)))
+	return nil
+}
+
+func bundleRefsJSON(refs []checkpoint.BundleRef) []map[string]string {
+	out := make([]map[string]string, 0, len(refs))
+	for _, r := range refs {
+		out = append(out, map[string]string{"name": r.Name, "id": r.ID})
+	}
+	return out
+}
+
+// importedRun is one run an import wrote, for the output.
+type importedRun struct {
+	plan   *portable.ImportPlan
+	update string // what happened to the run's ref
+}
+
+func importRun(c *cli.Context) error {
+	o := opts(c)
+	session := c.String("session")
+	var bundle string
+	switch {
+	case session != "" && c.NArg() > 0:
+		return portableFail(c, usageErrorf("import takes a BUNDLE or --session ID, not both"), "", nil)
+	case session != "":
+		if err := checkpoint.CheckSession(session); err != nil {
+			return portableFail(c, portableErr(err), "", nil)
+		}
+	default:
+		var err error
+		if bundle, err = oneArg(c, "BUNDLE"); err != nil {
+			return portableFail(c, err, "", nil)
+		}
+		if err := checkpoint.CheckRemote("bundle path", bundle); err != nil {
+			return portableFail(c, portableErr(err), "", nil)
+		}
+	}
+	scratch, err := scratchDir(c)
+	if err != nil {
+		return portableFail(c, err, "", nil)
+	}
+	target := portable.Target{WorkTree: o.WorkTree, ScratchDir: scratch, TmpDir: tmpDir()}
+
+	// The bundle first: nothing is written before git vouches for it.
+	if bundle != "" {
+		refs, err := checkpoint.VerifyBundle(c.Context, bundle)
+		if err != nil {
+			return portableFail(c, portableErr(err), "", nil)
+		}
+		runs := 0
+		for _, r := range refs {
+			if strings.HasPrefix(r.Name, checkpoint.RunPrefix) {
+				runs++
+			}
+		}
+		if runs == 0 {
+			return portableFail(c, withHint(exitErrorf(exitFailure, "the bundle %s holds no run (no %s* ref)", bundle, checkpoint.RunPrefix),
+				"make one with rewind export PATH -o FILE"), "", nil)
+		}
+	}
+	s, err := openStore(c)
+	if err != nil {
+		return portableFail(c, err, "", nil)
+	}
+	runs := map[string]string{}
+	var in *checkpoint.Incoming
+	if bundle != "" {
+		if in, err = s.FetchBundle(c.Context, bundle); err != nil {
+			return portableFail(c, portableErr(err), "", nil)
+		}
+		defer s.Drop(c.Context, in)
+		runs = in.Runs
+	} else {
+		have, err := s.Runs(c.Context)
+		if err != nil {
+			return portableFail(c, err, "", nil)
+		}
+		if have[session] == "" {
+			return portableFail(c, withHint(exitErrorf(exitFailure, "the store %s holds no run %s", s.Dir, session),
+				"bring it with rewind checkpoint pull REMOTE, or import its bundle"), "", nil)
+		}
+		runs[session] = have[session]
+	}
+
+	// Every run's files planned, and every conflict found, before any write.
+	sessions := make([]string, 0, len(runs))
+	for id := range runs {
+		sessions = append(sessions, id)
+	}
+	sort.Strings(sessions)
+	var imported []*importedRun
+	var conflicts []string
+	for _, id := range sessions {
+		files, err := s.RunFiles(c.Context, runs[id])
+		if err != nil {
+			return portableFail(c, err, "", nil)
+		}
+		plan, err := portable.PlanImport(files, target)
+		if err != nil {
+			return portableFail(c, fmt.Errorf("run %s: %w", id, err), "", nil)
+		}
+		for _, cf := range plan.Conflicts {
+			conflicts = append(conflicts, cf.Path)
+		}
+		imported = append(imported, &importedRun{plan: plan, update: "up to date"})
+	}
+	if len(conflicts) > 0 {
+		err := exitErrorf(exitGuard, "%s in the way, with other content than the run's (nothing was imported): %s",
+			plural(len(conflicts), "file is", "files are"), strings.Join(conflicts, ", "))
+		return portableFail(c, withHint(err, "import it into another scratch directory: rewind import BUNDLE --scratch DIR",
+			"or move those files away first, if they are an older copy of the run"), "conflict", map[string]any{"paths": conflicts})
+	}
+	var accepted *checkpoint.Accepted
+	if in != nil {
+		if accepted, err = s.Accept(c.Context, in, true); err != nil {
+			return portableFail(c, err, "", nil)
+		}
+		if cf := accepted.Conflicts(); len(cf) > 0 {
+			var names []string
+			for _, u := range cf {
+				names = append(names, fmt.Sprintf("run %s (the store's %s, the bundle's %s)", u.Session, short8(u.Old), short8(u.New)))
+			}
+			err := exitErrorf(exitGuard, "the store's run diverged from the bundle's, so nothing was imported: %s", strings.Join(names, ", "))
+			return portableFail(c, withHint(err, "each machine continued the run on its own; import it into another work tree's store, or export this one instead"), "conflict", nil)
+		}
+		for _, u := range accepted.Runs {
+			for i, id := range sessions {
+				if id == u.Session {
+					imported[i].update = u.Result
+				}
+			}
+		}
+	}
+	for _, r := range imported {
+		if _, err := r.plan.Apply(); err != nil {
+			return portableFail(c, err, "", nil)
+		}
+	}
+	return printImport(o, s, bundle, imported, accepted)
+}
+
+func printImport(o *options, s *checkpoint.Store, bundle string, imported []*importedRun, accepted *checkpoint.Accepted) error {
+	added, known := 0, 0
+	var skipped []string
+	if accepted != nil {
+		added, known, skipped = len(accepted.Added), accepted.Known, accepted.Skipped
+	}
+	if o.JSON {
+		var runs []map[string]any
+		for _, r := range imported {
+			written, same := countWrites(r.plan)
+			runs = append(runs, map[string]any{"session": r.plan.Meta.Session, "skill": nullIfEmpty(r.plan.Meta.Skill),
+				"ref_update": r.update, "scratch_dir": r.plan.ScratchDir, "dispatch_dir": r.plan.DispatchDir,
+				"written": written, "unchanged": same, "rebased": nonNil(r.plan.Rebased), "from_work_tree": r.plan.Meta.WorkTree})
+		}
+		var b any
+		if bundle != "" {
+			abs, _ := filepath.Abs(bundle)
+			b = abs
+		}
+		return writeJSON(o, map[string]any{"bundle": b, "work_tree": o.WorkTree, "store": s.Dir, "runs": runs,
+			"checkpoints_added": added, "checkpoints_known": known, "skipped_commits": nonNil(skipped)})
+	}
+	for _, r := range imported {
+		written, same := countWrites(r.plan)
+		skill := ""
+		if r.plan.Meta.Skill != "" {
+			skill = " (" + r.plan.Meta.Skill + ")"
+		}
+		fmt.Fprintf(o.Stdout, "Imported run %s%s from %s: %s written, %d already in place.\n", r.plan.Meta.Session, skill, r.plan.Meta.WorkTree, plural(written, "file", "files"), same)
+		fmt.Fprintf(o.Stdout, "  scratch:  %s\n  dispatch: %s\n", r.plan.ScratchDir, r.plan.DispatchDir)
+		for _, p := range r.plan.Rebased {
+			o.notef("note: rebased the paths %s records", p)
+		}
+	}
+	if bundle != "" {
+		fmt.Fprintf(o.Stdout, "Checkpoints: %d added, %d already in the store.\n", added, known)
+	}
+	for _, id := range skipped {
+		o.warnf("left out commit %s of the bundle: not a checkpoint", short8(id))
+	}
+	for _, r := range imported {
+		o.hintf("resume it: rewind replay %s", shellArg(r.plan.ScratchDir))
+	}
+	return nil
+}
+
+func countWrites(p *portable.ImportPlan) (written, same int) {
+	for _, w := range p.Writes {
+		if w.Same {
+			same++
+		} else {
+			written++
+		}
+	}
+	return written, same
+}
+
+// shareSetup reads REMOTE and the project's id, and opens the store.
+func shareSetup(c *cli.Context) (remote, project string, s *checkpoint.Store, err error) {
+	o := opts(c)
+	remote, err = oneArg(c, "REMOTE (a git URL or path)")
+	if err != nil {
+		return "", "", nil, err
+	}
+	if err := checkpoint.CheckRemote("remote", remote); err != nil {
+		return "", "", nil, portableErr(err)
+	}
+	project, roots, err := checkpoint.ProjectID(c.Context, o.WorkTree)
+	if err != nil {
+		return "", "", nil, portableErr(err)
+	}
+	if roots > 1 {
+		o.notef("note: the project's history has %d root commits; it is named by its main line's, %s (the same in every clone)", roots, short8(project))
+	}
+	s, err = openStore(c)
+	return remote, project, s, err
+}
+
+func checkpointPush(c *cli.Context) error {
+	o := opts(c)
+	remote, project, s, err := shareSetup(c)
+	if err != nil {
+		return portableFail(c, err, "", nil)
+	}
+	pushed, err := s.Push(c.Context, remote, project)
+	if err != nil {
+		return portableFail(c, portableErr(err), "", nil)
+	}
+	var conflicts, rejected []string
+	refs := make([]map[string]any, 0, len(pushed))
+	for _, r := range pushed {
+		refs = append(refs, map[string]any{"kind": r.Kind, "name": r.Name, "ref": r.Ref, "commit": r.Local, "result": r.Result, "why": nullIfEmpty(r.Why)})
+		switch r.Result {
+		case "conflict":
+			conflicts = append(conflicts, r.Kind+" "+r.Name)
+		case "rejected":
+			rejected = append(rejected, fmt.Sprintf("%s %s (%s)", r.Kind, r.Name, r.Why))
+		}
+	}
+	doc := map[string]any{"remote": remote, "project": project, "refs": refs}
+	if len(rejected) > 0 {
+		return portableFail(c, exitErrorf(exitFailure, "the remote refused %s", strings.Join(rejected, ", ")), "", doc)
+	}
+	if len(conflicts) > 0 {
+		err := exitErrorf(exitGuard, "%s diverged on the remote and %s left as it is: %s", plural(len(conflicts), "ref", "refs"), isAre(len(conflicts), "was", "were"), strings.Join(conflicts, ", "))
+		return portableFail(c, withHint(err, "see what the remote holds: rewind checkpoint pull "+shellArg(remote)+" (a run two machines continued apart stays two runs: export one under its own scratch directory)"), "conflict", doc)
+	}
+	if o.JSON {
+		return writeJSON(o, doc)
+	}
+	printShare(o, "Pushed to", remote, project, pushed)
+	return nil
+}
+
+func isAre(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func printShare(o *options, verb, remote, project string, refs []checkpoint.PushedRef) {
+	counts := map[string]int{}
+	for _, r := range refs {
+		counts[r.Kind+" "+r.Result]++
+	}
+	var parts []string
+	for _, kind := range []string{"checkpoint", "run"} {
+		for _, res := range []string{"new", "fast-forward", "up to date"} {
+			if n := counts[kind+" "+res]; n > 0 {
+				many := kind + "s"
+				parts = append(parts, fmt.Sprintf("%s %s", plural(n, kind, many), res))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "nothing to share")
+	}
+	fmt.Fprintf(o.Stdout, "%s %s (project %s): %s.\n", verb, remote, short8(project), strings.Join(parts, ", "))
+}
+
+func checkpointPull(c *cli.Context) error {
+	o := opts(c)
+	remote, project, s, err := shareSetup(c)
+	if err != nil {
+		return portableFail(c, err, "", nil)
+	}
+	in, err := s.FetchRemote(c.Context, remote, project)
+	if err != nil {
+		return portableFail(c, portableErr(err), "", nil)
+	}
+	acc, err := s.Accept(c.Context, in, false)
+	if err != nil {
+		return portableFail(c, err, "", nil)
+	}
+	runs := make([]map[string]any, 0, len(acc.Runs))
+	var conflicts []string
+	for _, u := range acc.Runs {
+		runs = append(runs, map[string]any{"session": u.Session, "local": nullIfEmpty(u.Old), "remote": u.New, "result": u.Result})
+		if u.Result == "conflict" {
+			conflicts = append(conflicts, fmt.Sprintf("run %s (the store's %s, the remote's %s)", u.Session, short8(u.Old), short8(u.New)))
+		}
+	}
+	added := make([]checkpointJSON, 0, len(acc.Added))
+	for _, cp := range acc.Added {
+		added = append(added, toJSON(cp))
+	}
+	doc := map[string]any{"remote": remote, "project": project, "checkpoints_added": added, "checkpoints_known": acc.Known, "runs": runs, "skipped_commits": nonNil(acc.Skipped)}
+	if len(conflicts) > 0 {
+		err := exitErrorf(exitGuard, "%s diverged from the store's and %s left as it is: %s", plural(len(conflicts), "run", "runs"), isAre(len(conflicts), "was", "were"), strings.Join(conflicts, ", "))
+		return portableFail(c, withHint(err, "everything else was taken; a run two machines continued apart stays two runs (the store keeps its own)"), "conflict", doc)
+	}
+	if o.JSON {
+		return writeJSON(o, doc)
+	}
+	var parts []string
+	parts = append(parts, fmt.Sprintf("%d checkpoints added, %d already here", len(acc.Added), acc.Known))
+	for _, u := range acc.Runs {
+		parts = append(parts, fmt.Sprintf("run %s %s", u.Session, u.Result))
+	}
+	fmt.Fprintf(o.Stdout, "Pulled from %s (project %s): %s.\n", remote, short8(project), strings.Join(parts, ", "))
+	for _, cp := range acc.Added {
+		fmt.Fprintf(o.Stdout, "  %s %s (%s)\n", cp.Short(), cp.Reason, cp.Time.Format("2006-01-02T15:04:05Z07:00"))
+	}
+	for _, id := range acc.Skipped {
+		o.warnf("left out commit %s of the remote: not a checkpoint", short8(id))
+	}
+	for _, u := range acc.Runs {
+		if u.Result == "new" || u.Result == "fast-forward" {
+			o.hintf("write run %s out here: rewind import --session %s", u.Session, u.Session)
+		}
+	}
+	return nil
+}
+
+// withSubcommands adds subcommands to a command group (checkpoint push and
+// pull join the checkpoint group from this file).
+func withSubcommands(cmd *cli.Command, more ...*cli.Command) *cli.Command {
+	cmd.Subcommands = append(cmd.Subcommands, more...)
+	return cmd
+}
