@@ -440,14 +440,17 @@ func checkpointPush(c *cli.Context) error {
 	if len(rejected) > 0 {
 		return portableFail(c, exitErrorf(exitFailure, "the remote refused %s", strings.Join(rejected, ", ")), "", doc)
 	}
+	if !o.JSON {
+		printShare(o, "Pushed to", remote, project, pushed)
+	}
 	if len(conflicts) > 0 {
 		err := exitErrorf(exitGuard, "%s diverged on the remote and %s left as it is: %s", plural(len(conflicts), "ref", "refs"), isAre(len(conflicts), "was", "were"), strings.Join(conflicts, ", "))
-		return portableFail(c, withHint(err, "see what the remote holds: rewind checkpoint pull "+shellArg(remote)+" (a run two machines continued apart stays two runs: export one under its own scratch directory)"), "conflict", doc)
+		return portableFail(c, withHint(err, "the remote holds work on it that this store lacks (another machine went on with the run); everything else was pushed",
+			"see both sides: rewind checkpoint pull "+shellArg(remote)+" reports the runs that diverged and takes the rest"), "conflict", doc)
 	}
 	if o.JSON {
 		return writeJSON(o, doc)
 	}
-	printShare(o, "Pushed to", remote, project, pushed)
 	return nil
 }
 
@@ -465,7 +468,7 @@ func printShare(o *options, verb, remote, project string, refs []checkpoint.Push
 	}
 	var parts []string
 	for _, kind := range []string{"checkpoint", "run"} {
-		for _, res := range []string{"new", "fast-forward", "up to date"} {
+		for _, res := range []string{"new", "fast-forward", "up to date", "conflict", "rejected"} {
 			if n := counts[kind+" "+res]; n > 0 {
 				many := kind + "s"
 				parts = append(parts, fmt.Sprintf("%s %s", plural(n, kind, many), res))
@@ -506,14 +509,23 @@ func checkpointPull(c *cli.Context) error {
 	}
 	doc := map[string]any{"remote": remote, "project": project, "checkpoints_added": added, "checkpoints_known": acc.Known, "runs": runs, "skipped_commits": nonNil(acc.Skipped)}
 	if len(conflicts) > 0 {
+		if !o.JSON {
+			printPull(o, remote, project, acc)
+		}
 		err := exitErrorf(exitGuard, "%s diverged from the store's and %s left as it is: %s", plural(len(conflicts), "run", "runs"), isAre(len(conflicts), "was", "were"), strings.Join(conflicts, ", "))
-		return portableFail(c, withHint(err, "everything else was taken; a run two machines continued apart stays two runs (the store keeps its own)"), "conflict", doc)
+		return portableFail(c, withHint(err, "two machines went on with the same run apart; the store keeps its own and took everything else",
+			"to work on the remote's instead, pull it into another clone of the project"), "conflict", doc)
 	}
 	if o.JSON {
 		return writeJSON(o, doc)
 	}
+	printPull(o, remote, project, acc)
+	return nil
+}
+
+func printPull(o *options, remote, project string, acc *checkpoint.Accepted) {
 	var parts []string
-	parts = append(parts, fmt.Sprintf("%d checkpoints added, %d already here", len(acc.Added), acc.Known))
+	parts = append(parts, fmt.Sprintf("%s added, %d already here", plural(len(acc.Added), "checkpoint", "checkpoints"), acc.Known))
 	for _, u := range acc.Runs {
 		parts = append(parts, fmt.Sprintf("run %s %s", u.Session, u.Result))
 	}
@@ -529,7 +541,6 @@ func checkpointPull(c *cli.Context) error {
 			o.hintf("write run %s out here: rewind import --session %s", u.Session, u.Session)
 		}
 	}
-	return nil
 }
 
 // withSubcommands adds subcommands to a command group (checkpoint push and
