@@ -457,7 +457,7 @@ func (s *Store) fetch(ctx context.Context, source, from string) (*Incoming, erro
 	in := &Incoming{ns: incomingPrefix + nonce() + "/", Runs: map[string]string{}}
 	args := append(gitTransport(), "fetch", "--quiet", "--no-tags", "--", source, "+"+from+"*:"+in.ns+"*")
 	if _, err := s.git().Run(ctx, args...); err != nil {
-		return nil, err
+		return nil, remoteError(source, err)
 	}
 	out, err := s.git().Run(ctx, "for-each-ref", "--format=%(refname) %(objectname)", in.ns)
 	if err != nil {
@@ -675,6 +675,19 @@ func (s *Store) isAncestor(ctx context.Context, a, b string) bool {
 	return err == nil
 }
 
+// ErrRemote means git could not reach a remote, or read from it.
+var ErrRemote = errors.New("cannot use the remote")
+
+// remoteError words git's failure to reach or read a remote (or bundle) as
+// its fatal line, keeping the git error for the rest.
+func remoteError(remote string, err error) error {
+	var ge *gitexec.Error
+	if errors.As(err, &ge) && ge.ExitCode > 0 {
+		return fmt.Errorf("%w %s: %s", ErrRemote, remote, strings.TrimPrefix(firstLine(ge.Stderr), "fatal: "))
+	}
+	return err
+}
+
 // PushedRef is one ref a push offered the remote.
 type PushedRef struct {
 	Kind  string // "checkpoint" or "run"
@@ -733,7 +746,7 @@ func (s *Store) Push(ctx context.Context, remote, project string) ([]PushedRef, 
 	out, err := s.git().Run(ctx, args...)
 	statuses := ParsePushPorcelain(out)
 	if err != nil && len(statuses) == 0 {
-		return nil, err
+		return nil, remoteError(remote, err)
 	}
 	for i, r := range offered {
 		st, ok := statuses[r.Ref]

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -403,6 +404,13 @@ func shareSetup(c *cli.Context) (remote, project string, s *checkpoint.Store, er
 	}
 	if err := checkpoint.CheckRemote("remote", remote); err != nil {
 		return "", "", nil, portableErr(err)
+	}
+	// git runs in the work tree: a local path is made absolute first, so it
+	// means what it meant where rewind was run.
+	if _, serr := os.Stat(remote); serr == nil {
+		if abs, aerr := filepath.Abs(remote); aerr == nil {
+			remote = abs
+		}
 	}
 	project, roots, err := checkpoint.ProjectID(c.Context, o.WorkTree)
 	if err != nil {

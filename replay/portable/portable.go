@@ -96,6 +96,11 @@ func ParseMeta(data []byte) (*Meta, error) {
 			return nil, fmt.Errorf("%w: %s %q is not an absolute path", ErrBadMeta, p.name, p.v)
 		}
 	}
+	// The dispatch directory goes to <tmp>/<its name> on import: a name
+	// that is no directory's would put the run's files elsewhere.
+	if base := filepath.Base(filepath.Clean(m.DispatchDir)); base == "/" || base == "." || base == ".." {
+		return nil, fmt.Errorf("%w: dispatch_dir %q names no directory of its own", ErrBadMeta, m.DispatchDir)
+	}
 	if m.ScratchDir != "" && !filepath.IsAbs(m.ScratchDir) {
 		return nil, fmt.Errorf("%w: scratch_dir %q is not an absolute path", ErrBadMeta, m.ScratchDir)
 	}
