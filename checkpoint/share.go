@@ -244,6 +244,20 @@ func (s *Store) Runs(ctx context.Context) (map[string]string, error) {
 	return runs, nil
 }
 
+// RunHistory lists a run's earlier commits, newest first, at most max of
+// them (each export's parent is the one before it).
+func (s *Store) RunHistory(ctx context.Context, commit string, max int) ([]string, error) {
+	out, err := s.git().Run(ctx, "rev-list", "--first-parent", fmt.Sprintf("--max-count=%d", max+1), commit, "--")
+	if err != nil {
+		return nil, err
+	}
+	ids := strings.Fields(string(out))
+	if len(ids) > 0 {
+		ids = ids[1:]
+	}
+	return ids, nil
+}
+
 // RunFiles reads the files a run's commit holds.
 func (s *Store) RunFiles(ctx context.Context, commit string) ([]RunFile, error) {
 	out, err := s.git().Run(ctx, "ls-tree", "-r", "-z", "--full-tree", commit+"^{commit}", "--")

@@ -298,6 +298,23 @@ func importRun(c *cli.Context) error {
 		if err != nil {
 			return portableFail(c, fmt.Errorf("run %s: %w", id, err), "", nil)
 		}
+		if len(plan.Conflicts) > 0 {
+			// Files an earlier export of the run left here untouched are
+			// replaced, as a fast-forward.
+			earlier, err := s.RunHistory(c.Context, runs[id], 50)
+			if err != nil {
+				return portableFail(c, err, "", nil)
+			}
+			for _, e := range earlier {
+				files, err := s.RunFiles(c.Context, e)
+				if err != nil {
+					return portableFail(c, err, "", nil)
+				}
+				if plan.Supersede(files) == 0 {
+					break
+				}
+			}
+		}
 		for _, cf := range plan.Conflicts {
 			conflicts = append(conflicts, cf.Path)
 		}
@@ -350,7 +367,7 @@ func printImport(o *options, s *checkpoint.Store, bundle string, imported []*imp
 			written, same := countWrites(r.plan)
 			runs = append(runs, map[string]any{"session": r.plan.Meta.Session, "skill": nullIfEmpty(r.plan.Meta.Skill),
 				"ref_update": r.update, "scratch_dir": r.plan.ScratchDir, "dispatch_dir": r.plan.DispatchDir,
-				"written": written, "unchanged": same, "rebased": nonNil(r.plan.Rebased), "from_work_tree": r.plan.Meta.WorkTree})
+				"written": written, "unchanged": same, "rebased": nonNil(r.plan.Rebased), "updated": nonNil(r.plan.Superseded), "from_work_tree": r.plan.Meta.WorkTree})
 		}
 		var b any
 		if bundle != "" {
@@ -368,6 +385,9 @@ func printImport(o *options, s *checkpoint.Store, bundle string, imported []*imp
 		}
 		fmt.Fprintf(o.Stdout, "Imported run %s%s from %s: %s written, %d already in place.\n", r.plan.Meta.Session, skill, r.plan.Meta.WorkTree, plural(written, "file", "files"), same)
 		fmt.Fprintf(o.Stdout, "  scratch:  %s\n  dispatch: %s\n", r.plan.ScratchDir, r.plan.DispatchDir)
+		for _, p := range r.plan.Superseded {
+			o.notef("note: updated %s, which an earlier export of the run wrote", p)
+		}
 		for _, p := range r.plan.Rebased {
 			o.notef("note: rebased the paths %s records", p)
 		}

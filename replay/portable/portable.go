@@ -344,9 +344,36 @@ type Conflict struct {
 // ImportPlan is what importing a run would write.
 type ImportPlan struct {
 	*Placement
-	Writes    []Write
-	Conflicts []Conflict
-	Rebased   []string // the files whose recorded paths were rebased
+	Writes     []Write
+	Conflicts  []Conflict
+	Rebased    []string // the files it writes with the paths they record rebased
+	Superseded []string // files an earlier version of the run wrote, replaced (see Supersede)
+}
+
+// Supersede takes back the conflicts whose file holds exactly what an
+// earlier version of the same run (earlier, as the store keeps it) would have
+// written there: an earlier import, untouched since, which this version
+// replaces, as a fast-forward does. It returns how many conflicts are left.
+func (p *ImportPlan) Supersede(earlier []checkpoint.RunFile) int {
+	old, err := PlanImport(earlier, Target{WorkTree: p.WorkTree, ScratchDir: p.ScratchDir, TmpDir: p.TmpDir})
+	if err != nil || old.DispatchDir != p.DispatchDir {
+		return len(p.Conflicts) // a version this rewind cannot read, or placed elsewhere, supersedes nothing
+	}
+	was := map[string][]byte{}
+	for _, w := range old.Writes {
+		was[w.Path] = w.Data
+	}
+	var left []Conflict
+	for _, c := range p.Conflicts {
+		disk, err := os.ReadFile(c.Path)
+		if data, ok := was[c.Path]; ok && err == nil && bytes.Equal(disk, data) {
+			p.Superseded = append(p.Superseded, c.Path)
+			continue
+		}
+		left = append(left, c)
+	}
+	p.Conflicts = left
+	return len(left)
 }
 
 // PlanImport decides what importing the run's files (as the store keeps
@@ -393,9 +420,6 @@ func PlanImport(files []checkpoint.RunFile, t Target) (*ImportPlan, error) {
 			return nil, err
 		}
 		disk := plan.Disk(f.Path)
-		if rebased {
-			plan.Rebased = append(plan.Rebased, disk)
-		}
 		w := Write{Path: disk, Data: data, Mode: mode, MTime: fm.MTime}
 		old, err := os.ReadFile(disk)
 		switch {
@@ -409,6 +433,9 @@ func PlanImport(files []checkpoint.RunFile, t Target) (*ImportPlan, error) {
 				break
 			}
 			return nil, err
+		}
+		if rebased && !w.Same {
+			plan.Rebased = append(plan.Rebased, disk)
 		}
 		plan.Writes = append(plan.Writes, w)
 	}

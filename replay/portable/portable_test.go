@@ -213,3 +213,32 @@ func FuzzParseMeta(f *testing.F) {
 		}
 	})
 }
+
+func TestSupersedeTakesBackOnlyUntouchedEarlierFiles(t *testing.T) {
+	src, mtime := machine1(t)
+	v1, _, err := Collect(src, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	target := Target{WorkTree: filepath.Join(root, "clone"), ScratchDir: filepath.Join(root, "s"), TmpDir: filepath.Join(root, "t")}
+	plan, _ := PlanImport(v1, target)
+	if _, err := plan.Apply(); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(src.ScratchDir, "handoff-2-to-3.md"), "# Phase Handoff: 2 → 3\nmore\n", mtime)
+	write(t, filepath.Join(src.DispatchDir, "manifest.jsonl"), `{"seq":1,"file":"1-plan-writer.md"}`+"\n"+`{"seq":2}`+"\n", mtime)
+	v2, _, _ := Collect(src, func(string) {})
+	// The manifest went on here too: it is not the earlier version's any more.
+	write(t, filepath.Join(target.TmpDir, "crucible-dispatch-100", "manifest.jsonl"), "local\n", mtime)
+	plan2, err := PlanImport(v2, target)
+	if err != nil || len(plan2.Conflicts) != 2 {
+		t.Fatalf("conflicts %v, %v; want 2", plan2.Conflicts, err)
+	}
+	if left := plan2.Supersede(v1); left != 1 || plan2.Conflicts[0].Path != filepath.Join(target.TmpDir, "crucible-dispatch-100", "manifest.jsonl") {
+		t.Fatalf("after Supersede: %d left, %v", left, plan2.Conflicts)
+	}
+	if len(plan2.Superseded) != 1 || plan2.Superseded[0] != filepath.Join(target.ScratchDir, "handoff-2-to-3.md") {
+		t.Fatalf("superseded %v", plan2.Superseded)
+	}
+}
