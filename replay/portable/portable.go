@@ -8,7 +8,8 @@
 //
 //   - .pipeline-active's scratch_dir and dispatch_dir, and the dispatch-dir
 //     line of .dispatch-active-<session>: rebased (rewind and crucible's
-//     recovery follow them to the manifest);
+//     recovery follow them to the manifest); the marker's pid and host, the
+//     original machine's process, are dropped (no process runs the copy);
 //   - manifest.jsonl: written back byte for byte (crucible records a dispatch
 //     file by its basename, so nothing in it needs rebasing, and its lines
 //     stay exactly what dispatch.py wrote);
@@ -452,6 +453,9 @@ func (p *ImportPlan) rebaseFile(runPath string, data []byte) ([]byte, bool, erro
 		}
 		m.ScratchDir = p.ScratchDir
 		m.DispatchDir = p.Rebase(m.DispatchDir)
+		// The process the marker names runs (or ran) the original, never
+		// this copy: without it the copy reads as unfinished, not running.
+		m.PID, m.Host = 0, ""
 		out := m.Encode()
 		return out, !bytes.Equal(out, data), nil
 	case rootScratch + "/" + manifest.DispatchActivePrefix + p.Meta.Session:

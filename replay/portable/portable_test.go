@@ -36,7 +36,7 @@ func machine1(t *testing.T) (Source, time.Time) {
 	write(t, filepath.Join(src.DispatchDir, "manifest.jsonl"), `{"seq":1,"file":"1-plan-writer.md"}`+"\n", mtime)
 	write(t, filepath.Join(src.DispatchDir, "1-plan-writer.md"), "# Dispatch: plan-writer\n", mtime)
 	write(t, filepath.Join(src.ScratchDir, ".pipeline-active"),
-		`{"pipeline_id":"100","skill":"build","phase":"3","start_time":"2026-03-01T10:00:00Z","scratch_dir":"`+src.ScratchDir+`","dispatch_dir":"`+src.DispatchDir+`/","branch":"main","baseline_sha":null}`+"\n", mtime)
+		`{"pipeline_id":"100","skill":"build","phase":"3","start_time":"2026-03-01T10:00:00Z","scratch_dir":"`+src.ScratchDir+`","dispatch_dir":"`+src.DispatchDir+`/","branch":"main","baseline_sha":null,"pid":4242,"host":"machine1"}`+"\n", mtime)
 	write(t, filepath.Join(src.ScratchDir, ".dispatch-active-100"), "dispatch-dir: "+src.DispatchDir+"/\nseq: 1\n", mtime)
 	write(t, filepath.Join(src.ScratchDir, "handoff-2-to-3.md"), "# Phase Handoff: 2 → 3\n", mtime)
 	write(t, filepath.Join(src.ScratchDir, "unrelated.txt"), "not the run's\n", mtime)
@@ -78,7 +78,7 @@ func TestCollectAndImport(t *testing.T) {
 		t.Fatalf("Apply: %d, %v", n, err)
 	}
 	marker, _ := os.ReadFile(filepath.Join(target.ScratchDir, ".pipeline-active"))
-	if !strings.Contains(string(marker), `"scratch_dir":"`+target.ScratchDir+`","dispatch_dir":"`+plan.DispatchDir+`/"`) {
+	if !strings.Contains(string(marker), `"scratch_dir":"`+target.ScratchDir+`","dispatch_dir":"`+plan.DispatchDir+`/","branch":"main","baseline_sha":null}`) {
 		t.Errorf("marker not rebased: %s", marker)
 	}
 	active, _ := os.ReadFile(filepath.Join(target.ScratchDir, ".dispatch-active-100"))
