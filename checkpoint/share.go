@@ -529,6 +529,9 @@ type Accepted struct {
 	Added   []*Checkpoint // checkpoints new to the store, in the order given their refs
 	Known   int           // incoming checkpoints the store had already
 	Skipped []string      // incoming commits that are not checkpoints
+	// TooOld counts incoming checkpoints older than every one the store
+	// keeps (see Accept): the store would evict them at once.
+	TooOld int
 	Runs    []RunUpdate   // by session
 }
 
@@ -549,7 +552,13 @@ func (a *Accepted) Conflicts() []RunUpdate {
 // diverged from the store's is reported and left as it is. With allOrNothing
 // (an import), a conflicting run makes Accept change nothing at all. The
 // incoming refs are dropped in every case.
-func (s *Store) Accept(ctx context.Context, in *Incoming, allOrNothing bool) (*Accepted, error) {
+//
+// keep is the store's budget (REWIND_KEEP): an incoming checkpoint that
+// would not be among the newest keep of the store's own and the incoming
+// ones, by time, is left out (TooOld). A remote keeps every checkpoint ever
+// pushed; without this, each pull would bring back the ones the store
+// evicted, for the next checkpoint to evict again.
+func (s *Store) Accept(ctx context.Context, in *Incoming, allOrNothing bool, keep int) (*Accepted, error) {
 	defer s.Drop(ctx, in)
 	unlock, err := s.begin(ctx, false)
 	if err != nil {
@@ -610,6 +619,30 @@ func (s *Store) Accept(ctx context.Context, in *Incoming, allOrNothing bool) (*A
 			continue
 		}
 		arrivals = append(arrivals, arrival{c, order[id]})
+	}
+	if keep > 0 {
+		var times []time.Time
+		for _, c := range cps {
+			if !c.Procedure {
+				times = append(times, c.Time)
+			}
+		}
+		for _, a := range arrivals {
+			times = append(times, a.c.Time)
+		}
+		if len(times) > keep {
+			sort.Slice(times, func(a, b int) bool { return times[a].After(times[b]) })
+			oldest := times[keep-1]
+			kept := arrivals[:0]
+			for _, a := range arrivals {
+				if a.c.Time.Before(oldest) {
+					res.TooOld++
+					continue
+				}
+				kept = append(kept, a)
+			}
+			arrivals = kept
+		}
 	}
 	sort.SliceStable(arrivals, func(a, b int) bool {
 		x, y := arrivals[a], arrivals[b]

@@ -207,7 +207,7 @@ func TestBundleRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		acc, err := b.Accept(ctx, in, true)
+		acc, err := b.Accept(ctx, in, true, 50)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +267,7 @@ func TestAcceptRefusesADivergedRun(t *testing.T) {
 	}
 	b, _ := newStore(t)
 	in, _ := b.FetchBundle(ctx, bundle)
-	if _, err := b.Accept(ctx, in, true); err != nil {
+	if _, err := b.Accept(ctx, in, true, 50); err != nil {
 		t.Fatal(err)
 	}
 	// Each goes on apart.
@@ -287,7 +287,7 @@ func TestAcceptRefusesADivergedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	in, _ = b.FetchBundle(ctx, bundle)
-	acc, err := b.Accept(ctx, in, true)
+	acc, err := b.Accept(ctx, in, true, 50)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestAcceptRefusesADivergedRun(t *testing.T) {
 	}
 	// Without allOrNothing (a pull) the checkpoint is taken, the run still not.
 	in, _ = b.FetchBundle(ctx, bundle)
-	acc, err = b.Accept(ctx, in, false)
+	acc, err = b.Accept(ctx, in, false, 50)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,5 +308,38 @@ func TestAcceptRefusesADivergedRun(t *testing.T) {
 	}
 	if now, _ := b.resolveRef(ctx, RunPrefix+"7"); now != bRun {
 		t.Fatalf("the run's ref moved: %s, want %s", now, bRun)
+	}
+}
+
+// TestAcceptLeavesOutWhatTheStoreWouldEvict: with a budget of 2, only the
+// incoming checkpoints among the two newest of all are taken.
+func TestAcceptLeavesOutWhatTheStoreWouldEvict(t *testing.T) {
+	ctx := context.Background()
+	a, wtA := newStore(t)
+	var ids []string
+	for i, r := range []string{"one", "two", "three"} {
+		mustWrite(t, filepath.Join(wtA, "f.txt"), r)
+		c, err := a.Create(ctx, CreateOptions{Reason: "pre-wave-" + string(rune('1'+i)), Source: "build"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, c.Checkpoint.ID)
+	}
+	a.SaveRun(ctx, "7", []RunFile{{Path: "dispatch/x", Data: []byte("x")}}, "run 7")
+	bundle := filepath.Join(t.TempDir(), "b.bundle")
+	if _, err := a.WriteBundle(ctx, bundle, []string{"7"}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := newStore(t)
+	in, err := b.FetchBundle(ctx, bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc, err := b.Accept(ctx, in, false, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acc.TooOld != 1 || len(acc.Added) != 2 || acc.Added[0].ID != ids[1] || acc.Added[1].ID != ids[2] {
+		t.Fatalf("added %v, too old %d", acc.Added, acc.TooOld)
 	}
 }

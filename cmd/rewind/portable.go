@@ -328,7 +328,11 @@ func importRun(c *cli.Context) error {
 	}
 	var accepted *checkpoint.Accepted
 	if in != nil {
-		if accepted, err = s.Accept(c.Context, in, true); err != nil {
+		keep, err := keepFromEnv()
+		if err != nil {
+			return portableFail(c, err, "", nil)
+		}
+		if accepted, err = s.Accept(c.Context, in, true, keep); err != nil {
 			return portableFail(c, err, "", nil)
 		}
 		if cf := accepted.Conflicts(); len(cf) > 0 {
@@ -356,10 +360,10 @@ func importRun(c *cli.Context) error {
 }
 
 func printImport(o *options, s *checkpoint.Store, bundle string, imported []*importedRun, accepted *checkpoint.Accepted) error {
-	added, known := 0, 0
+	added, known, tooOld := 0, 0, 0
 	var skipped []string
 	if accepted != nil {
-		added, known, skipped = len(accepted.Added), accepted.Known, accepted.Skipped
+		added, known, tooOld, skipped = len(accepted.Added), accepted.Known, accepted.TooOld, accepted.Skipped
 	}
 	if o.JSON {
 		var runs []map[string]any
@@ -375,7 +379,7 @@ func printImport(o *options, s *checkpoint.Store, bundle string, imported []*imp
 			b = abs
 		}
 		return writeJSON(o, map[string]any{"bundle": b, "work_tree": o.WorkTree, "store": s.Dir, "runs": runs,
-			"checkpoints_added": added, "checkpoints_known": known, "skipped_commits": nonNil(skipped)})
+			"checkpoints_added": added, "checkpoints_known": known, "checkpoints_too_old": tooOld, "skipped_commits": nonNil(skipped)})
 	}
 	for _, r := range imported {
 		written, same := countWrites(r.plan)
@@ -397,6 +401,9 @@ func printImport(o *options, s *checkpoint.Store, bundle string, imported []*imp
 	}
 	for _, id := range skipped {
 		o.warnf("left out commit %s of the bundle: not a checkpoint", short8(id))
+	}
+	if accepted != nil && accepted.TooOld > 0 {
+		o.notef("note: left out %s older than the newest %d the store keeps (REWIND_KEEP)", plural(accepted.TooOld, "checkpoint", "checkpoints"), mustKeep())
 	}
 	for _, r := range imported {
 		o.hintf("resume it: rewind replay %s", shellArg(r.plan.ScratchDir))
@@ -515,11 +522,15 @@ func checkpointPull(c *cli.Context) error {
 	if err != nil {
 		return portableFail(c, err, "", nil)
 	}
+	keep, err := keepFromEnv()
+	if err != nil {
+		return portableFail(c, err, "", nil)
+	}
 	in, err := s.FetchRemote(c.Context, remote, project)
 	if err != nil {
 		return portableFail(c, portableErr(err), "", nil)
 	}
-	acc, err := s.Accept(c.Context, in, false)
+	acc, err := s.Accept(c.Context, in, false, keep)
 	if err != nil {
 		return portableFail(c, err, "", nil)
 	}
@@ -535,7 +546,7 @@ func checkpointPull(c *cli.Context) error {
 	for _, cp := range acc.Added {
 		added = append(added, toJSON(cp))
 	}
-	doc := map[string]any{"remote": remote, "project": project, "checkpoints_added": added, "checkpoints_known": acc.Known, "runs": runs, "skipped_commits": nonNil(acc.Skipped)}
+	doc := map[string]any{"remote": remote, "project": project, "checkpoints_added": added, "checkpoints_known": acc.Known, "checkpoints_too_old": acc.TooOld, "runs": runs, "skipped_commits": nonNil(acc.Skipped)}
 	if len(conflicts) > 0 {
 		if !o.JSON {
 			printPull(o, remote, project, acc)
@@ -564,6 +575,9 @@ func printPull(o *options, remote, project string, acc *checkpoint.Accepted) {
 	for _, id := range acc.Skipped {
 		o.warnf("left out commit %s of the remote: not a checkpoint", short8(id))
 	}
+	if acc.TooOld > 0 {
+		o.notef("note: left out %s older than the newest %d the store keeps (REWIND_KEEP)", plural(acc.TooOld, "checkpoint", "checkpoints"), mustKeep())
+	}
 	for _, u := range acc.Runs {
 		if u.Result == "new" || u.Result == "fast-forward" {
 			o.hintf("write run %s out here: rewind import --session %s", u.Session, u.Session)
@@ -576,4 +590,10 @@ func printPull(o *options, remote, project string, acc *checkpoint.Accepted) {
 func withSubcommands(cmd *cli.Command, more ...*cli.Command) *cli.Command {
 	cmd.Subcommands = append(cmd.Subcommands, more...)
 	return cmd
+}
+
+// mustKeep is REWIND_KEEP as keepFromEnv read it already (without error).
+func mustKeep() int {
+	keep, _ := keepFromEnv()
+	return keep
 }
