@@ -532,7 +532,7 @@ type Accepted struct {
 	// TooOld counts incoming checkpoints older than every one the store
 	// keeps (see Accept): the store would evict them at once.
 	TooOld int
-	Runs    []RunUpdate   // by session
+	Runs   []RunUpdate // by session
 }
 
 // Conflicts are the runs whose refs were left alone because they diverged.
