@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -33,7 +34,7 @@ func exportCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the bundle to `FILE`", TakesFile: true},
 			scratchFlag(),
-			&cli.DurationFlag{Name: "wait", Usage: "how long to wait for another rewind holding the store's lock"},
+			&cli.DurationFlag{Name: "wait", Value: 30 * time.Second, Usage: "how long to wait for another rewind holding the store's lock"},
 		},
 		Action: exportRun,
 	}
@@ -49,13 +50,14 @@ func importCommand() *cli.Command {
 			"is written to the scratch directory (--scratch, default the work tree's) and the dispatch\n" +
 			"directory under /tmp (REWIND_TMPDIR), with the paths its markers record rebased. A file in\n" +
 			"the way with other content, or a run the store holds that diverged, is refused (exit 4),\n" +
-			"with nothing written. Importing the same bundle again changes nothing.\n" +
+			"with nothing written; a newer export of the run replaces the files an earlier import wrote\n" +
+			"that nobody changed since. Importing the same bundle again changes nothing.\n" +
 			"With --session ID and no BUNDLE, the run the store holds (rewind checkpoint pull brought it)\n" +
 			"is written out the same way.",
 		Flags: []cli.Flag{
 			scratchFlag(),
 			&cli.StringFlag{Name: "session", Usage: "write out the run `ID` the store holds, instead of a bundle's"},
-			&cli.DurationFlag{Name: "wait", Usage: "how long to wait for another rewind holding the store's lock"},
+			&cli.DurationFlag{Name: "wait", Value: 30 * time.Second, Usage: "how long to wait for another rewind holding the store's lock"},
 		},
 		Action: importRun,
 	}
@@ -63,7 +65,7 @@ func importCommand() *cli.Command {
 
 // shareCommands are checkpoint push and pull.
 func shareCommands() []*cli.Command {
-	wait := &cli.DurationFlag{Name: "wait", Usage: "how long to wait for another rewind holding the store's lock"}
+	wait := &cli.DurationFlag{Name: "wait", Value: 30 * time.Second, Usage: "how long to wait for another rewind holding the store's lock"}
 	return []*cli.Command{
 		{
 			Name:      "push",
