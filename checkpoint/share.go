@@ -32,6 +32,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rewind-cli/rewind/gitexec"
 )
 
@@ -468,6 +470,9 @@ func (s *Store) fetch(ctx context.Context, source, from string) (*Incoming, erro
 		return nil, err
 	}
 	defer unlock()
+	if err := s.dropStaleIncoming(ctx); err != nil {
+		return nil, err
+	}
 	in := &Incoming{ns: incomingPrefix + nonce() + "/", Runs: map[string]string{}}
 	args := append(gitTransport(), "fetch", "--quiet", "--no-tags", "--", source, "+"+from+"*:"+in.ns+"*")
 	if _, err := s.git().Run(ctx, args...); err != nil {
@@ -497,6 +502,30 @@ func (s *Store) fetch(ctx context.Context, source, from string) (*Incoming, erro
 		}
 	}
 	return in, nil
+}
+
+// dropStaleIncoming deletes what fetches of rewinds that died before
+// accepting or dropping it left (their namespace names their pid, and the
+// pid is gone), so that no prune keeps those objects for ever.
+func (s *Store) dropStaleIncoming(ctx context.Context) error {
+	out, err := s.git().Run(ctx, "for-each-ref", "--format=%(refname)", incomingPrefix)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, ref := range strings.Fields(string(out)) {
+		ns, _, _ := strings.Cut(strings.TrimPrefix(ref, incomingPrefix), "/")
+		pidText, _, _ := strings.Cut(ns, "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 || pid != os.Getpid() && unix.Kill(pid, 0) == unix.ESRCH {
+			fmt.Fprintf(&b, "delete %s\n", ref)
+		}
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	_, err = s.git().RunInput(ctx, strings.NewReader(b.String()), "update-ref", "--stdin")
+	return err
 }
 
 // Drop deletes the refs of what a fetch brought (its objects go with the next

@@ -343,3 +343,39 @@ func TestAcceptLeavesOutWhatTheStoreWouldEvict(t *testing.T) {
 		t.Fatalf("added %v, too old %d", acc.Added, acc.TooOld)
 	}
 }
+
+// TestStaleIncomingRefsAreDropped: what a rewind that died between its fetch
+// and its accept left is deleted by the next fetch.
+func TestStaleIncomingRefsAreDropped(t *testing.T) {
+	ctx := context.Background()
+	a, wtA := newStore(t)
+	mustWrite(t, filepath.Join(wtA, "f.txt"), "one")
+	c, err := a.Create(ctx, CreateOptions{Reason: "pre-wave-1", Source: "build"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.SaveRun(ctx, "7", []RunFile{{Path: "dispatch/x", Data: []byte("x")}}, "run 7")
+	bundle := filepath.Join(t.TempDir(), "b.bundle")
+	if _, err := a.WriteBundle(ctx, bundle, []string{"7"}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := newStore(t)
+	if _, err := b.FetchBundle(ctx, bundle); err != nil {
+		t.Fatal(err)
+	}
+	// A dead rewind's namespace (pid 0x7ffffffe does not run), and a live one's (ours).
+	if _, err := b.git().Run(ctx, "update-ref", incomingPrefix+"2147483646-aa/checkpoints/1", c.Checkpoint.ID); err != nil {
+		t.Fatal(err)
+	}
+	in, err := b.FetchBundle(ctx, bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := b.git().Run(ctx, "for-each-ref", "--format=%(refname)", incomingPrefix)
+	if strings.Contains(string(out), "2147483646-aa") {
+		t.Errorf("a dead rewind's incoming refs are left: %s", out)
+	}
+	if !strings.Contains(string(out), in.ns) {
+		t.Errorf("this fetch's refs are gone: %s", out)
+	}
+}
