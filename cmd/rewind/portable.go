@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/rewind-cli/rewind/checkpoint"
+	"github.com/rewind-cli/rewind/manifest"
 	"github.com/rewind-cli/rewind/replay/portable"
 )
 
@@ -153,6 +154,15 @@ func exportRun(c *cli.Context) error {
 	src, err := resolveReplaySource(c, path)
 	if err != nil {
 		return portableFail(c, err, "", nil)
+	}
+	if src.scratch == "" {
+		// A dispatch directory named alone: the work tree's scratch directory
+		// holds its markers when its .pipeline-active names it.
+		if scratch, err := scratchDir(c); err == nil {
+			if m, err := manifest.ReadMarker(scratch); err == nil && filepath.Clean(m.DispatchDir) == filepath.Clean(src.dispatchDir) {
+				src.scratch, src.marker = scratch, m
+			}
+		}
 	}
 	session := sessionOf(src)
 	if session == "" {
@@ -408,7 +418,11 @@ func printImport(o *options, s *checkpoint.Store, bundle string, imported []*imp
 		o.notef("note: left out %s older than the newest %d the store keeps (REWIND_KEEP)", plural(accepted.TooOld, "checkpoint", "checkpoints"), mustKeep())
 	}
 	for _, r := range imported {
-		o.hintf("resume it: rewind replay %s", shellArg(r.plan.ScratchDir))
+		if r.plan.Meta.ScratchDir == "" {
+			o.hintf("resume it: rewind replay %s", shellArg(r.plan.DispatchDir))
+		} else {
+			o.hintf("resume it: rewind replay %s", shellArg(r.plan.ScratchDir))
+		}
 	}
 	return nil
 }
