@@ -164,6 +164,11 @@ func exportRun(c *cli.Context) error {
 			}
 		}
 	}
+	if src.marker != nil && filepath.Base(filepath.Clean(src.marker.DispatchDir)) != filepath.Base(filepath.Clean(src.dispatchDir)) {
+		// The scratch directory's marker is another pipeline's (a finished
+		// run's durable copy named beside a newer active run): not this run's.
+		src.marker = nil
+	}
 	session := sessionOf(src)
 	if session == "" {
 		return portableFail(c, withHint(exitErrorf(exitFailure, "cannot tell the session of the run in %s: no %s names it and the directory is not crucible-dispatch-<session>", src.dispatchDir, ".pipeline-active"),
@@ -186,7 +191,8 @@ func exportRun(c *cli.Context) error {
 		skill, live = src.marker.Skill, src.marker.DispatchDir
 	}
 	files, meta, err := portable.Collect(portable.Source{Session: session, Skill: skill, Project: project, WorkTree: o.WorkTree,
-		ScratchDir: src.scratch, DispatchDir: src.dispatchDir, LiveDir: live, TmpDir: tmpDir()}, func(w string) { o.warnf("%s", w) })
+		ScratchDir: src.scratch, DispatchDir: src.dispatchDir, LiveDir: live, TmpDir: tmpDir(), Marker: src.marker != nil},
+		func(w string) { o.warnf("%s", w) })
 	if err != nil {
 		return portableFail(c, err, "", nil)
 	}

@@ -144,6 +144,9 @@ type Source struct {
 	DispatchDir string // the dispatch directory replay reads (live, or a durable copy)
 	LiveDir     string // the dispatch directory .pipeline-active names ("" when none)
 	TmpDir      string // where dispatch directories go (/tmp, or REWIND_TMPDIR)
+	// Marker says the scratch directory's .pipeline-active is this run's
+	// (it is left out when it names another pipeline).
+	Marker bool
 }
 
 // Collect reads a run's files: every regular file of its dispatch
@@ -210,7 +213,10 @@ func Collect(src Source, warn func(string)) ([]checkpoint.RunFile, *Meta, error)
 		return nil, nil, fmt.Errorf("reading the dispatch directory: %w", err)
 	}
 	if src.ScratchDir != "" {
-		names := []string{manifest.ActiveMarker, manifest.DispatchActivePrefix + src.Session, "pipeline-status.md"}
+		names := []string{manifest.DispatchActivePrefix + src.Session, "pipeline-status.md"}
+		if src.Marker {
+			names = append([]string{manifest.ActiveMarker}, names...)
+		}
 		entries, err := os.ReadDir(src.ScratchDir)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, err

@@ -33,6 +33,7 @@ func machine1(t *testing.T) (Source, time.Time) {
 		ScratchDir: filepath.Join(root, "scratch"), TmpDir: filepath.Join(root, "tmp")}
 	src.DispatchDir = filepath.Join(src.TmpDir, "crucible-dispatch-100")
 	src.LiveDir = src.DispatchDir + "/"
+	src.Marker = true
 	write(t, filepath.Join(src.DispatchDir, "manifest.jsonl"), `{"seq":1,"file":"1-plan-writer.md"}`+"\n", mtime)
 	write(t, filepath.Join(src.DispatchDir, "1-plan-writer.md"), "# Dispatch: plan-writer\n", mtime)
 	write(t, filepath.Join(src.ScratchDir, ".pipeline-active"),
