@@ -249,7 +249,16 @@ func (s *Store) Runs(ctx context.Context) (map[string]string, error) {
 // RunHistory lists a run's earlier commits, newest first, at most max of
 // them (each export's parent is the one before it).
 func (s *Store) RunHistory(ctx context.Context, commit string, max int) ([]string, error) {
-	out, err := s.git().Run(ctx, "rev-list", "--first-parent", fmt.Sprintf("--max-count=%d", max+1), commit, "--")
+	return runHistory(ctx, s.git(), commit, max)
+}
+
+// RunFiles reads the files a run's commit holds.
+func (s *Store) RunFiles(ctx context.Context, commit string) ([]RunFile, error) {
+	return runFiles(ctx, s.git(), commit)
+}
+
+func runHistory(ctx context.Context, g gitexec.Shadow, commit string, max int) ([]string, error) {
+	out, err := g.Run(ctx, "rev-list", "--first-parent", fmt.Sprintf("--max-count=%d", max+1), commit, "--")
 	if err != nil {
 		return nil, err
 	}
@@ -260,14 +269,13 @@ func (s *Store) RunHistory(ctx context.Context, commit string, max int) ([]strin
 	return ids, nil
 }
 
-// RunFiles reads the files a run's commit holds.
-func (s *Store) RunFiles(ctx context.Context, commit string) ([]RunFile, error) {
-	out, err := s.git().Run(ctx, "ls-tree", "-r", "-z", "--full-tree", commit+"^{commit}", "--")
+func runFiles(ctx context.Context, g gitexec.Shadow, commit string) ([]RunFile, error) {
+	out, err := g.Run(ctx, "ls-tree", "-r", "-z", "--full-tree", commit+"^{commit}", "--")
 	if err != nil {
 		return nil, err
 	}
 	var files []RunFile
-	var ids []string
+	var in strings.Builder
 	for _, entry := range splitNul(out) {
 		head, path, ok := strings.Cut(entry, "\t")
 		f := strings.Fields(head)
@@ -275,14 +283,30 @@ func (s *Store) RunFiles(ctx context.Context, commit string) ([]RunFile, error) 
 			return nil, fmt.Errorf("run %s: unexpected entry %q", short8(commit), entry)
 		}
 		files = append(files, RunFile{Path: path, Exec: f[0] == "100755"})
-		ids = append(ids, f[2])
+		in.WriteString(f[2] + "\n")
 	}
-	blobs, err := s.readBlobs(ctx, ids)
+	if len(files) == 0 {
+		return nil, nil
+	}
+	out, err = g.RunInput(ctx, strings.NewReader(in.String()), "cat-file", "--batch")
 	if err != nil {
 		return nil, err
 	}
 	for i := range files {
-		files[i].Data = blobs[i]
+		nl := bytes.IndexByte(out, '\n')
+		if nl < 0 {
+			return nil, fmt.Errorf("cat-file: short output")
+		}
+		head := strings.Fields(string(out[:nl]))
+		if len(head) != 3 {
+			return nil, fmt.Errorf("cat-file: %s", out[:nl])
+		}
+		size, err := strconv.Atoi(head[2])
+		if err != nil || nl+1+size+1 > len(out) {
+			return nil, fmt.Errorf("cat-file: %s", out[:nl])
+		}
+		files[i].Data = out[nl+1 : nl+1+size]
+		out = out[nl+1+size+1:]
 	}
 	return files, nil
 }
@@ -374,10 +398,21 @@ func nonce() string {
 // ErrBadBundle means a file is not a complete bundle git can read.
 var ErrBadBundle = errors.New("not a usable bundle")
 
-// VerifyBundle checks path with git bundle verify, in a throwaway repository
-// (a bundle rewind writes needs no commit it lacks, and the store must not be
-// written before the bundle is known good), and lists its refs.
-func VerifyBundle(ctx context.Context, path string) ([]BundleRef, error) {
+// Bundle is a bundle git has read whole into a throwaway repository, where
+// its runs can be read before anything is written to a store.
+type Bundle struct {
+	Path string      // absolute
+	Refs []BundleRef // as the bundle names them
+	g    gitexec.Shadow
+	dir  string
+}
+
+// OpenBundle checks path and reads it into a throwaway repository: git
+// bundle verify reads the header and checks the prerequisites (a bundle
+// rewind writes needs none), and only reading the pack whole (index-pack,
+// and a fetch's connectivity check) finds a truncated or damaged one. Close
+// removes the repository.
+func OpenBundle(ctx context.Context, path string) (*Bundle, error) {
 	if err := CheckRemote("bundle path", path); err != nil {
 		return nil, err
 	}
@@ -390,39 +425,66 @@ func VerifyBundle(ctx context.Context, path string) ([]BundleRef, error) {
 	} else if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: %s is not a regular file", ErrBadBundle, path)
 	}
-	dir, err := os.MkdirTemp("", "rewind-verify-")
+	dir, err := os.MkdirTemp("", "rewind-bundle-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	g := gitexec.Shadow{GitDir: filepath.Join(dir, "git"), WorkTree: dir, IndexFile: filepath.Join(dir, "index"), ConfigHome: filepath.Join(dir, "home")}
-	if err := g.Init(ctx); err != nil {
+	b := &Bundle{Path: abs, dir: dir, g: gitexec.Shadow{GitDir: filepath.Join(dir, "git"), WorkTree: dir, IndexFile: filepath.Join(dir, "index"), ConfigHome: filepath.Join(dir, "home")}}
+	if err := b.open(ctx); err != nil {
+		b.Close()
 		return nil, err
 	}
-	// git bundle verify reads the header and checks the prerequisites; only
-	// reading the pack whole (index-pack, and the connectivity check of a
-	// fetch) finds a truncated or damaged one.
-	for _, args := range [][]string{{"bundle", "verify", "-q", abs}, append(gitTransport(), "fetch", "--quiet", "--no-tags", "--", abs, "+refs/*:refs/verify/*")} {
-		if _, err := g.Run(ctx, args...); err != nil {
+	return b, nil
+}
+
+func (b *Bundle) open(ctx context.Context) error {
+	if err := b.g.Init(ctx); err != nil {
+		return err
+	}
+	for _, args := range [][]string{{"bundle", "verify", "-q", b.Path}, append(gitTransport(), "fetch", "--quiet", "--no-tags", "--", b.Path, "+refs/*:refs/bundle/*")} {
+		if _, err := b.g.Run(ctx, args...); err != nil {
 			var ge *gitexec.Error
 			if errors.As(err, &ge) && ge.ExitCode > 0 {
-				return nil, fmt.Errorf("%w: %s: %s", ErrBadBundle, path, lastLine(ge.Stderr))
+				return fmt.Errorf("%w: %s: %s", ErrBadBundle, b.Path, lastLine(ge.Stderr))
 			}
-			return nil, err
+			return err
 		}
 	}
-	out, err := g.Run(ctx, "bundle", "list-heads", abs)
+	out, err := b.g.Run(ctx, "bundle", "list-heads", b.Path)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var refs []BundleRef
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		if id, name, ok := strings.Cut(l, " "); ok {
-			refs = append(refs, BundleRef{name, id})
+			b.Refs = append(b.Refs, BundleRef{name, id})
 		}
 	}
-	return refs, nil
+	return nil
 }
+
+// Runs lists the runs the bundle carries: session -> commit.
+func (b *Bundle) Runs() map[string]string {
+	runs := map[string]string{}
+	for _, r := range b.Refs {
+		if session, ok := strings.CutPrefix(r.Name, RunPrefix); ok && CheckSession(session) == nil {
+			runs[session] = r.ID
+		}
+	}
+	return runs
+}
+
+// RunFiles reads the files a run's commit in the bundle holds.
+func (b *Bundle) RunFiles(ctx context.Context, commit string) ([]RunFile, error) {
+	return runFiles(ctx, b.g, commit)
+}
+
+// RunHistory lists a run's earlier commits in the bundle (see Store.RunHistory).
+func (b *Bundle) RunHistory(ctx context.Context, commit string, max int) ([]string, error) {
+	return runHistory(ctx, b.g, commit, max)
+}
+
+// Close removes the throwaway repository.
+func (b *Bundle) Close() error { return os.RemoveAll(b.dir) }
 
 // gitTransport allows git to reach remotes over the protocols that move
 // checkpoints (file paths, ssh, https) for one command: every shadow command

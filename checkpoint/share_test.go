@@ -191,10 +191,14 @@ func TestBundleRoundTrip(t *testing.T) {
 	if err != nil || len(refs) != 3 {
 		t.Fatalf("WriteBundle: %v, %v", refs, err)
 	}
-	listed, err := VerifyBundle(ctx, bundle)
-	if err != nil || len(listed) != 3 {
-		t.Fatalf("VerifyBundle: %v, %v", listed, err)
+	opened, err := OpenBundle(ctx, bundle)
+	if err != nil || len(opened.Refs) != 3 || len(opened.Runs()) != 1 {
+		t.Fatalf("OpenBundle: %v, %v", opened, err)
 	}
+	if files, err := opened.RunFiles(ctx, opened.Runs()["7"]); err != nil || len(files) != 1 || string(files[0].Data) != "x\n" {
+		t.Fatalf("RunFiles of the bundle: %v, %v", files, err)
+	}
+	opened.Close()
 
 	b, wtB := newStore(t)
 	mustWrite(t, filepath.Join(wtB, "g.txt"), "mine")
@@ -243,7 +247,7 @@ func TestBundleRoundTrip(t *testing.T) {
 	data, _ := os.ReadFile(bundle)
 	cut := filepath.Join(t.TempDir(), "cut.bundle")
 	os.WriteFile(cut, data[:len(data)-40], 0o600)
-	if _, err := VerifyBundle(ctx, cut); !errors.Is(err, ErrBadBundle) {
+	if _, err := OpenBundle(ctx, cut); !errors.Is(err, ErrBadBundle) {
 		t.Errorf("cut bundle: %v, want ErrBadBundle", err)
 	}
 }

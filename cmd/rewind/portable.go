@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -232,10 +233,16 @@ type importedRun struct {
 	update string // what happened to the run's ref
 }
 
+// runSource is where an import reads runs: a verified bundle, or the store.
+type runSource interface {
+	RunFiles(ctx context.Context, commit string) ([]checkpoint.RunFile, error)
+	RunHistory(ctx context.Context, commit string, max int) ([]string, error)
+}
+
 func importRun(c *cli.Context) error {
 	o := opts(c)
 	session := c.String("session")
-	var bundle string
+	var bundlePath string
 	switch {
 	case session != "" && c.NArg() > 0:
 		return portableFail(c, usageErrorf("import takes a BUNDLE or --session ID, not both"), "", nil)
@@ -245,10 +252,10 @@ func importRun(c *cli.Context) error {
 		}
 	default:
 		var err error
-		if bundle, err = oneArg(c, "BUNDLE"); err != nil {
+		if bundlePath, err = oneArg(c, "BUNDLE"); err != nil {
 			return portableFail(c, err, "", nil)
 		}
-		if err := checkpoint.CheckRemote("bundle path", bundle); err != nil {
+		if err := checkpoint.CheckRemote("bundle path", bundlePath); err != nil {
 			return portableFail(c, portableErr(err), "", nil)
 		}
 	}
@@ -258,36 +265,27 @@ func importRun(c *cli.Context) error {
 	}
 	target := portable.Target{WorkTree: o.WorkTree, ScratchDir: scratch, TmpDir: tmpDir()}
 
-	// The bundle first: nothing is written before git vouches for it.
-	if bundle != "" {
-		refs, err := checkpoint.VerifyBundle(c.Context, bundle)
-		if err != nil {
+	// Everything is read and checked before anything is written: the bundle
+	// (verified, read whole into a throwaway repository), its runs' files,
+	// the project, the files in the way.
+	var src runSource
+	var runs map[string]string
+	var bundle *checkpoint.Bundle
+	var s *checkpoint.Store
+	if bundlePath != "" {
+		if bundle, err = checkpoint.OpenBundle(c.Context, bundlePath); err != nil {
 			return portableFail(c, portableErr(err), "", nil)
 		}
-		runs := 0
-		for _, r := range refs {
-			if strings.HasPrefix(r.Name, checkpoint.RunPrefix) {
-				runs++
-			}
-		}
-		if runs == 0 {
-			return portableFail(c, withHint(exitErrorf(exitFailure, "the bundle %s holds no run (no %s* ref)", bundle, checkpoint.RunPrefix),
+		defer bundle.Close()
+		src, runs = bundle, bundle.Runs()
+		if len(runs) == 0 {
+			return portableFail(c, withHint(exitErrorf(exitFailure, "the bundle %s holds no run (no %s* ref)", bundlePath, checkpoint.RunPrefix),
 				"make one with rewind export PATH -o FILE"), "", nil)
 		}
-	}
-	s, err := openStore(c)
-	if err != nil {
-		return portableFail(c, err, "", nil)
-	}
-	runs := map[string]string{}
-	var in *checkpoint.Incoming
-	if bundle != "" {
-		if in, err = s.FetchBundle(c.Context, bundle); err != nil {
-			return portableFail(c, portableErr(err), "", nil)
-		}
-		defer s.Drop(c.Context, in)
-		runs = in.Runs
 	} else {
+		if s, err = openStore(c); err != nil {
+			return portableFail(c, err, "", nil)
+		}
 		have, err := s.Runs(c.Context)
 		if err != nil {
 			return portableFail(c, err, "", nil)
@@ -296,10 +294,12 @@ func importRun(c *cli.Context) error {
 			return portableFail(c, withHint(exitErrorf(exitFailure, "the store %s holds no run %s", s.Dir, session),
 				"bring it with rewind checkpoint pull REMOTE, or import its bundle"), "", nil)
 		}
-		runs[session] = have[session]
+		src, runs = s, map[string]string{session: have[session]}
 	}
-
-	// Every run's files planned, and every conflict found, before any write.
+	here, _, err := checkpoint.ProjectID(c.Context, o.WorkTree)
+	if err != nil && !errors.Is(err, checkpoint.ErrNoProjectID) {
+		return portableFail(c, err, "", nil)
+	}
 	sessions := make([]string, 0, len(runs))
 	for id := range runs {
 		sessions = append(sessions, id)
@@ -308,30 +308,9 @@ func importRun(c *cli.Context) error {
 	var imported []*importedRun
 	var conflicts []string
 	for _, id := range sessions {
-		files, err := s.RunFiles(c.Context, runs[id])
+		plan, err := planRun(c, src, id, runs[id], target, here)
 		if err != nil {
 			return portableFail(c, err, "", nil)
-		}
-		plan, err := portable.PlanImport(files, target)
-		if err != nil {
-			return portableFail(c, fmt.Errorf("run %s: %w", id, err), "", nil)
-		}
-		if len(plan.Conflicts) > 0 {
-			// Files an earlier export of the run left here untouched are
-			// replaced, as a fast-forward.
-			earlier, err := s.RunHistory(c.Context, runs[id], 50)
-			if err != nil {
-				return portableFail(c, err, "", nil)
-			}
-			for _, e := range earlier {
-				files, err := s.RunFiles(c.Context, e)
-				if err != nil {
-					return portableFail(c, err, "", nil)
-				}
-				if plan.Supersede(files) == 0 {
-					break
-				}
-			}
 		}
 		for _, cf := range plan.Conflicts {
 			conflicts = append(conflicts, cf.Path)
@@ -344,12 +323,21 @@ func importRun(c *cli.Context) error {
 		return portableFail(c, withHint(err, "import it into another scratch directory: rewind import BUNDLE --scratch DIR",
 			"or move those files away first, if they are an older copy of the run"), "conflict", map[string]any{"paths": conflicts})
 	}
+
 	var accepted *checkpoint.Accepted
-	if in != nil {
+	if bundle != nil {
 		keep, err := keepFromEnv()
 		if err != nil {
 			return portableFail(c, err, "", nil)
 		}
+		if s, err = openStore(c); err != nil {
+			return portableFail(c, err, "", nil)
+		}
+		in, err := s.FetchBundle(c.Context, bundle.Path)
+		if err != nil {
+			return portableFail(c, portableErr(err), "", nil)
+		}
+		defer s.Drop(c.Context, in)
 		if accepted, err = s.Accept(c.Context, in, true, keep); err != nil {
 			return portableFail(c, err, "", nil)
 		}
@@ -374,7 +362,48 @@ func importRun(c *cli.Context) error {
 			return portableFail(c, err, "", nil)
 		}
 	}
-	return printImport(o, s, bundle, imported, accepted)
+	return printImport(o, s, bundlePath, imported, accepted)
+}
+
+// planRun reads run id's files and plans writing them under target: the
+// project must be the run's (its checkpoints restored into another project
+// would replace that project's files with the run's), and files an earlier
+// export of the run left here untouched are replaced, as a fast-forward.
+func planRun(c *cli.Context, src runSource, id, commit string, target portable.Target, here string) (*portable.ImportPlan, error) {
+	files, err := src.RunFiles(c.Context, commit)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := portable.PlanImport(files, target)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", id, err)
+	}
+	if plan.Meta.Project != "" && plan.Meta.Project != here {
+		what := "has no commit"
+		if here != "" {
+			what = "is project " + short8(here)
+		}
+		err := exitErrorf(exitGuard, "run %s is of project %s (the root commit of %s), and %s %s (nothing was imported)",
+			id, short8(plan.Meta.Project), plan.Meta.WorkTree, target.WorkTree, what)
+		return nil, withHint(err, "import it in a clone of the run's project: rewind import BUNDLE --work-tree CLONE")
+	}
+	if len(plan.Conflicts) == 0 {
+		return plan, nil
+	}
+	earlier, err := src.RunHistory(c.Context, commit, 50)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range earlier {
+		files, err := src.RunFiles(c.Context, e)
+		if err != nil {
+			return nil, err
+		}
+		if plan.Supersede(files) == 0 {
+			break
+		}
+	}
+	return plan, nil
 }
 
 func printImport(o *options, s *checkpoint.Store, bundle string, imported []*importedRun, accepted *checkpoint.Accepted) error {
