@@ -227,15 +227,15 @@ func Collect(src Source, warn func(string)) ([]checkpoint.RunFile, *Meta, error)
 				names = append(names, n)
 			}
 		}
-		for _, live := range []string{src.LiveDir, src.DispatchDir} {
-			if live == "" {
-				continue
-			}
-			copyDir := filepath.Join(src.ScratchDir, filepath.Base(filepath.Clean(live)))
-			if filepath.Clean(copyDir) != filepath.Clean(src.DispatchDir) {
-				names = append(names, filepath.Base(copyDir))
-			}
-			break
+		// The durable copy <scratch>/<the dispatch directory's name>/, unless
+		// it is the dispatch directory being exported.
+		live := src.LiveDir
+		if live == "" {
+			live = src.DispatchDir
+		}
+		durable := filepath.Join(src.ScratchDir, filepath.Base(filepath.Clean(live)))
+		if durable != filepath.Clean(src.DispatchDir) {
+			names = append(names, filepath.Base(durable))
 		}
 		for _, n := range names {
 			if err := one(rootScratch, src.ScratchDir, n); err != nil {
