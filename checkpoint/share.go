@@ -22,6 +22,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -59,7 +60,9 @@ var ErrBadRemote = errors.New("invalid remote")
 
 // ProjectID names the project the same way in every clone, on every machine:
 // the root commit reached from HEAD through first parents (a history with
-// several roots, unrelated histories merged, is named by its main line's).
+// several roots, unrelated histories merged, is named by its main line's);
+// for a work tree below the repository's top level, followed by "-" and a
+// hash of its path in the repository.
 // roots is the number of root commits HEAD reaches. A work tree outside a git
 // repository, or one without a commit, has no id (ErrNoProjectID).
 func ProjectID(ctx context.Context, workTree string) (id string, roots int, err error) {
@@ -79,7 +82,19 @@ func ProjectID(ctx context.Context, workTree string) (id string, roots int, err 
 	if err != nil {
 		return "", 0, err
 	}
-	return first[0], len(strings.Fields(string(all))), nil
+	id = first[0]
+	// A work tree below the repository's top level (one project of a
+	// monorepo) is a project of its own: its checkpoints hold only its
+	// files, and another directory's restored into it would replace them.
+	prefix, err := p.Run(ctx, "rev-parse", "--show-prefix")
+	if err != nil {
+		return "", 0, err
+	}
+	if rel := strings.TrimSuffix(strings.TrimSpace(string(prefix)), "/"); rel != "" {
+		sum := sha256.Sum256([]byte(rel))
+		id += "-" + hex.EncodeToString(sum[:])[:12]
+	}
+	return id, len(strings.Fields(string(all))), nil
 }
 
 // CheckSession refuses a session that cannot name a ref (or a directory).

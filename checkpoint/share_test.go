@@ -51,11 +51,22 @@ func TestProjectIDIsTheMainLinesRoot(t *testing.T) {
 	if err != nil || id != root || roots != 2 {
 		t.Fatalf("after the merge: ProjectID = %s, %d, %v; want %s, 2", id, roots, err, root)
 	}
+	// A directory below the top level is a project of its own, named alike
+	// in every clone.
+	os.MkdirAll(filepath.Join(dir, "svc", "api"), 0o755)
+	sub, _, err := ProjectID(ctx, filepath.Join(dir, "svc", "api"))
+	if err != nil || !strings.HasPrefix(sub, root+"-") || len(sub) != len(root)+13 {
+		t.Fatalf("subdirectory: ProjectID = %s, %v", sub, err)
+	}
 	// A clone at another path has the same id.
 	clone := filepath.Join(t.TempDir(), "clone")
 	gitIn(t, dir, "clone", "-q", dir, clone)
 	if id2, _, err := ProjectID(ctx, clone); err != nil || id2 != root {
 		t.Fatalf("clone: ProjectID = %s, %v; want %s", id2, err, root)
+	}
+	os.MkdirAll(filepath.Join(clone, "svc", "api"), 0o755)
+	if sub2, _, err := ProjectID(ctx, filepath.Join(clone, "svc", "api")); err != nil || sub2 != sub {
+		t.Fatalf("clone's subdirectory: ProjectID = %s, %v; want %s", sub2, err, sub)
 	}
 }
 

@@ -381,10 +381,10 @@ func planRun(c *cli.Context, src runSource, id, commit string, target portable.T
 	if plan.Meta.Project != "" && plan.Meta.Project != here {
 		what := "has no commit"
 		if here != "" {
-			what = "is project " + short8(here)
+			what = "is project " + shortProject(here)
 		}
-		err := exitErrorf(exitGuard, "run %s is of project %s (the root commit of %s), and %s %s (nothing was imported)",
-			id, short8(plan.Meta.Project), plan.Meta.WorkTree, target.WorkTree, what)
+		err := exitErrorf(exitGuard, "run %s is of project %s (%s), and %s %s (nothing was imported)",
+			id, shortProject(plan.Meta.Project), plan.Meta.WorkTree, target.WorkTree, what)
 		return nil, withHint(err, "import it in a clone of the run's project: rewind import BUNDLE --work-tree CLONE")
 	}
 	if len(plan.Conflicts) == 0 {
@@ -495,7 +495,7 @@ func shareSetup(c *cli.Context) (remote, project string, s *checkpoint.Store, er
 		return "", "", nil, portableErr(err)
 	}
 	if roots > 1 {
-		o.notef("note: the project's history has %d root commits; it is named by its main line's, %s (the same in every clone)", roots, short8(project))
+		o.notef("note: the project's history has %d root commits; it is named by its main line's, %s (the same in every clone)", roots, shortProject(project))
 	}
 	s, err = openStore(c)
 	return remote, project, s, err
@@ -564,7 +564,7 @@ func printShare(o *options, verb, remote, project string, refs []checkpoint.Push
 	if len(parts) == 0 {
 		parts = append(parts, "nothing to share")
 	}
-	fmt.Fprintf(o.Stdout, "%s %s (project %s): %s.\n", verb, remote, short8(project), strings.Join(parts, ", "))
+	fmt.Fprintf(o.Stdout, "%s %s (project %s): %s.\n", verb, remote, shortProject(project), strings.Join(parts, ", "))
 }
 
 func checkpointPull(c *cli.Context) error {
@@ -619,7 +619,7 @@ func printPull(o *options, remote, project string, acc *checkpoint.Accepted) {
 	for _, u := range acc.Runs {
 		parts = append(parts, fmt.Sprintf("run %s %s", u.Session, u.Result))
 	}
-	fmt.Fprintf(o.Stdout, "Pulled from %s (project %s): %s.\n", remote, short8(project), strings.Join(parts, ", "))
+	fmt.Fprintf(o.Stdout, "Pulled from %s (project %s): %s.\n", remote, shortProject(project), strings.Join(parts, ", "))
 	for _, cp := range acc.Added {
 		fmt.Fprintf(o.Stdout, "  %s %s (%s)\n", cp.Short(), cp.Reason, cp.Time.Format("2006-01-02T15:04:05Z07:00"))
 	}
@@ -647,4 +647,14 @@ func withSubcommands(cmd *cli.Command, more ...*cli.Command) *cli.Command {
 func mustKeep() int {
 	keep, _ := keepFromEnv()
 	return keep
+}
+
+// shortProject is a project id as output shows it: its root commit's short
+// id, and the hash of its directory in the repository when it has one.
+func shortProject(id string) string {
+	root, dir, ok := strings.Cut(id, "-")
+	if !ok {
+		return short8(id)
+	}
+	return short8(root) + "-" + dir
 }
