@@ -94,9 +94,10 @@ func shareCommands() []*cli.Command {
 }
 
 // portableFail prints err as the command's one JSON document under --json
-// ({"error": {"code", "exit", "message", "hints", "details"}}), and returns
-// it for run to report on stderr.
-func portableFail(c *cli.Context, err error, code string, details any) error {
+// ({"error": {"code", "exit", "message", "hints", "details"}}, details null),
+// and returns it for run to report on stderr. code names the error ("" to
+// derive it from the error and its exit code).
+func portableFail(c *cli.Context, err error, code string) error {
 	o := opts(c)
 	if err == nil || !o.JSON {
 		return err
@@ -110,18 +111,41 @@ func portableFail(c *cli.Context, err error, code string, details any) error {
 		hints = append(append([]string(nil), ce.hints...), hints...)
 	}
 	if code == "" {
-		code = "error"
-		if exit == exitUsage {
-			code = "usage"
-		}
+		code = portableCode(err, exit)
 	}
 	if hints == nil {
 		hints = []string{}
 	}
-	if werr := writeJSON(o, map[string]any{"error": map[string]any{"code": code, "exit": exit, "message": err.Error(), "hints": hints, "details": details}}); werr != nil {
+	if werr := writeJSON(o, map[string]any{"error": map[string]any{"code": code, "exit": exit, "message": err.Error(), "hints": hints, "details": nil}}); werr != nil {
 		return werr
 	}
 	return err
+}
+
+// portableCode is the error document's code for an error of these commands
+// (README, Portable runs); others by their exit code.
+func portableCode(err error, exit int) string {
+	switch {
+	case errors.Is(err, checkpoint.ErrBadBundle), errors.Is(err, portable.ErrBadMeta):
+		return "bundle_invalid"
+	case errors.Is(err, checkpoint.ErrNoProjectID):
+		return "no_project_id"
+	case errors.Is(err, checkpoint.ErrRemote):
+		return "remote_failed"
+	}
+	switch exit {
+	case exitUsage:
+		return "usage"
+	case exitConfirm:
+		return "confirmation_needed"
+	case exitGuard:
+		return "guard"
+	case exitBusy:
+		return "busy"
+	case exitInterrupted:
+		return "interrupted"
+	}
+	return "failure"
 }
 
 // portableErr maps the portable errors to exit codes.
@@ -143,18 +167,18 @@ func exportRun(c *cli.Context) error {
 	o := opts(c)
 	path, err := oneArg(c, "PATH (a manifest, a dispatch directory or a scratch directory)")
 	if err != nil {
-		return portableFail(c, err, "", nil)
+		return portableFail(c, err, "")
 	}
 	out := c.String("output")
 	if out == "" {
-		return portableFail(c, withHint(usageErrorf("export needs the bundle's file: -o FILE"), "rewind export "+shellArg(path)+" -o run.bundle"), "", nil)
+		return portableFail(c, withHint(usageErrorf("export needs the bundle's file: -o FILE"), "rewind export "+shellArg(path)+" -o run.bundle"), "")
 	}
 	if err := checkpoint.CheckRemote("bundle path", out); err != nil {
-		return portableFail(c, portableErr(err), "", nil)
+		return portableFail(c, portableErr(err), "")
 	}
 	src, err := resolveReplaySource(c, path)
 	if err != nil {
-		return portableFail(c, err, "", nil)
+		return portableFail(c, err, "")
 	}
 	if src.scratch == "" {
 		// A dispatch directory named alone: the work tree's scratch directory
@@ -173,18 +197,18 @@ func exportRun(c *cli.Context) error {
 	session := sessionOf(src)
 	if session == "" {
 		return portableFail(c, withHint(exitErrorf(exitFailure, "cannot tell the session of the run in %s: no %s names it and the directory is not crucible-dispatch-<session>", src.dispatchDir, ".pipeline-active"),
-			"name the scratch directory that holds its .pipeline-active: rewind export SCRATCH -o FILE"), "", nil)
+			"name the scratch directory that holds its .pipeline-active: rewind export SCRATCH -o FILE"), "")
 	}
 	if err := checkpoint.CheckSession(session); err != nil {
-		return portableFail(c, portableErr(err), "", nil)
+		return portableFail(c, portableErr(err), "")
 	}
 	s, err := openStore(c)
 	if err != nil {
-		return portableFail(c, err, "", nil)
+		return portableFail(c, err, "")
 	}
 	project, _, perr := checkpoint.ProjectID(c.Context, o.WorkTree)
 	if perr != nil && !errors.Is(perr, checkpoint.ErrNoProjectID) {
-		return portableFail(c, perr, "", nil)
+		return portableFail(c, perr, "")
 	}
 	skill := ""
 	live := ""
@@ -195,21 +219,21 @@ func exportRun(c *cli.Context) error {
 		ScratchDir: src.scratch, DispatchDir: src.dispatchDir, LiveDir: live, TmpDir: tmpDir(), Marker: src.marker != nil},
 		func(w string) { o.warnf("%s", w) })
 	if err != nil {
-		return portableFail(c, err, "", nil)
+		return portableFail(c, err, "")
 	}
 	saved, err := s.SaveRun(c.Context, session, files, "run "+session)
 	if err != nil {
-		return portableFail(c, portableErr(err), "", nil)
+		return portableFail(c, portableErr(err), "")
 	}
 	refs, err := s.WriteBundle(c.Context, out, []string{session})
 	if err != nil {
-		return portableFail(c, portableErr(err), "", nil)
+		return portableFail(c, portableErr(err), "")
 	}
 	checkpoints := len(refs) - 1
 	abs, _ := filepath.Abs(out)
 	if o.JSON {
-		return writeJSON(o, map[string]any{"bundle": abs, "session": session, "skill": nullIfEmpty(skill), "project": nullIfEmpty(project),
-			"run": saved.ID, "run_updated": saved.Updated, "files": len(meta.Files), "checkpoints": checkpoints, "refs": bundleRefsJSON(refs)})
+		return writeJSON(o, map[string]any{"bundle": abs, "session": session, "skill": nullIfEmpty(skill), "project_id": nullIfEmpty(project),
+			"run_id": saved.ID, "run_updated": saved.Updated, "files_count": len(meta.Files), "checkpoints_count": checkpoints, "refs": bundleRefsJSON(refs)})
 	}
 	fmt.Fprintf(o.Stdout, "Exported run %s (%s, run %s) and %s to %s.\n", session, plural(len(meta.Files), "file", "files"), short8(saved.ID), plural(checkpoints, "checkpoint", "checkpoints"), out)
 	if project == "" {
@@ -245,23 +269,23 @@ func importRun(c *cli.Context) error {
 	var bundlePath string
 	switch {
 	case session != "" && c.NArg() > 0:
-		return portableFail(c, usageErrorf("import takes a BUNDLE or --session ID, not both"), "", nil)
+		return portableFail(c, usageErrorf("import takes a BUNDLE or --session ID, not both"), "")
 	case session != "":
 		if err := checkpoint.CheckSession(session); err != nil {
-			return portableFail(c, portableErr(err), "", nil)
+			return portableFail(c, portableErr(err), "")
 		}
 	default:
 		var err error
 		if bundlePath, err = oneArg(c, "BUNDLE"); err != nil {
-			return portableFail(c, err, "", nil)
+			return portableFail(c, err, "")
 		}
 		if err := checkpoint.CheckRemote("bundle path", bundlePath); err != nil {
-			return portableFail(c, portableErr(err), "", nil)
+			return portableFail(c, portableErr(err), "")
 		}
 	}
 	scratch, err := scratchDir(c)
 	if err != nil {
-		return portableFail(c, err, "", nil)
+		return portableFail(c, err, "")
 	}
 	target := portable.Target{WorkTree: o.WorkTree, ScratchDir: scratch, TmpDir: tmpDir()}
 
@@ -274,31 +298,31 @@ func importRun(c *cli.Context) error {
 	var s *checkpoint.Store
 	if bundlePath != "" {
 		if bundle, err = checkpoint.OpenBundle(c.Context, bundlePath); err != nil {
-			return portableFail(c, portableErr(err), "", nil)
+			return portableFail(c, portableErr(err), "")
 		}
 		defer bundle.Close()
 		src, runs = bundle, bundle.Runs()
 		if len(runs) == 0 {
 			return portableFail(c, withHint(exitErrorf(exitFailure, "the bundle %s holds no run (no %s* ref)", bundlePath, checkpoint.RunPrefix),
-				"make one with rewind export PATH -o FILE"), "", nil)
+				"make one with rewind export PATH -o FILE"), "")
 		}
 	} else {
 		if s, err = openStore(c); err != nil {
-			return portableFail(c, err, "", nil)
+			return portableFail(c, err, "")
 		}
 		have, err := s.Runs(c.Context)
 		if err != nil {
-			return portableFail(c, err, "", nil)
+			return portableFail(c, err, "")
 		}
 		if have[session] == "" {
 			return portableFail(c, withHint(exitErrorf(exitFailure, "the store %s holds no run %s", s.Dir, session),
-				"bring it with rewind checkpoint pull REMOTE, or import its bundle"), "", nil)
+				"bring it with rewind checkpoint pull REMOTE, or import its bundle"), "")
 		}
 		src, runs = s, map[string]string{session: have[session]}
 	}
 	here, _, err := checkpoint.ProjectID(c.Context, o.WorkTree)
 	if err != nil && !errors.Is(err, checkpoint.ErrNoProjectID) {
-		return portableFail(c, err, "", nil)
+		return portableFail(c, err, "")
 	}
 	sessions := make([]string, 0, len(runs))
 	for id := range runs {
@@ -309,8 +333,11 @@ func importRun(c *cli.Context) error {
 	var conflicts []string
 	for _, id := range sessions {
 		plan, err := planRun(c, src, id, runs[id], target, here)
+		if errors.Is(err, errProjectMismatch) {
+			return portableFail(c, err, "project_mismatch")
+		}
 		if err != nil {
-			return portableFail(c, err, "", nil)
+			return portableFail(c, err, "")
 		}
 		for _, cf := range plan.Conflicts {
 			conflicts = append(conflicts, cf.Path)
@@ -321,25 +348,25 @@ func importRun(c *cli.Context) error {
 		err := exitErrorf(exitGuard, "%s in the way, with other content than the run's (nothing was imported): %s",
 			plural(len(conflicts), "file is", "files are"), strings.Join(conflicts, ", "))
 		return portableFail(c, withHint(err, "import it into another scratch directory: rewind import BUNDLE --scratch DIR",
-			"or move those files away first, if they are an older copy of the run"), "conflict", map[string]any{"paths": conflicts})
+			"or move those files away first, if they are an older copy of the run"), "import_conflict")
 	}
 
 	var accepted *checkpoint.Accepted
 	if bundle != nil {
 		keep, err := keepFromEnv()
 		if err != nil {
-			return portableFail(c, err, "", nil)
+			return portableFail(c, err, "")
 		}
 		if s, err = openStore(c); err != nil {
-			return portableFail(c, err, "", nil)
+			return portableFail(c, err, "")
 		}
 		in, err := s.FetchBundle(c.Context, bundle.Path)
 		if err != nil {
-			return portableFail(c, portableErr(err), "", nil)
+			return portableFail(c, portableErr(err), "")
 		}
 		defer s.Drop(c.Context, in)
 		if accepted, err = s.Accept(c.Context, in, true, keep); err != nil {
-			return portableFail(c, err, "", nil)
+			return portableFail(c, err, "")
 		}
 		if cf := accepted.Conflicts(); len(cf) > 0 {
 			var names []string
@@ -347,7 +374,7 @@ func importRun(c *cli.Context) error {
 				names = append(names, fmt.Sprintf("run %s (the store's %s, the bundle's %s)", u.Session, short8(u.Old), short8(u.New)))
 			}
 			err := exitErrorf(exitGuard, "the store's run diverged from the bundle's, so nothing was imported: %s", strings.Join(names, ", "))
-			return portableFail(c, withHint(err, "each machine continued the run on its own; import it into another work tree's store, or export this one instead"), "conflict", nil)
+			return portableFail(c, withHint(err, "each machine continued the run on its own; import it into another work tree's store, or export this one instead"), "run_conflict")
 		}
 		for _, u := range accepted.Runs {
 			for i, id := range sessions {
@@ -359,11 +386,14 @@ func importRun(c *cli.Context) error {
 	}
 	for _, r := range imported {
 		if _, err := r.plan.Apply(); err != nil {
-			return portableFail(c, err, "", nil)
+			return portableFail(c, err, "")
 		}
 	}
 	return printImport(o, s, bundlePath, imported, accepted)
 }
+
+// errProjectMismatch is a run imported into another project than its own.
+var errProjectMismatch = errors.New("a run of another project")
 
 // planRun reads run id's files and plans writing them under target: the
 // project must be the run's (its checkpoints restored into another project
@@ -383,8 +413,8 @@ func planRun(c *cli.Context, src runSource, id, commit string, target portable.T
 		if here != "" {
 			what = "is project " + shortProject(here)
 		}
-		err := exitErrorf(exitGuard, "run %s is of project %s (%s), and %s %s (nothing was imported)",
-			id, shortProject(plan.Meta.Project), plan.Meta.WorkTree, target.WorkTree, what)
+		err := withCode(exitGuard, fmt.Errorf("%w: run %s is of project %s (%s), and %s %s (nothing was imported)",
+			errProjectMismatch, id, shortProject(plan.Meta.Project), plan.Meta.WorkTree, target.WorkTree, what))
 		return nil, withHint(err, "import it in a clone of the run's project: rewind import BUNDLE --work-tree CLONE")
 	}
 	if len(plan.Conflicts) == 0 {
@@ -418,7 +448,7 @@ func printImport(o *options, s *checkpoint.Store, bundle string, imported []*imp
 			written, same := countWrites(r.plan)
 			runs = append(runs, map[string]any{"session": r.plan.Meta.Session, "skill": nullIfEmpty(r.plan.Meta.Skill),
 				"ref_update": r.update, "scratch_dir": r.plan.ScratchDir, "dispatch_dir": r.plan.DispatchDir,
-				"written": written, "unchanged": same, "rebased": nonNil(r.plan.Rebased), "updated": nonNil(r.plan.Superseded), "from_work_tree": r.plan.Meta.WorkTree})
+				"written_count": written, "unchanged_count": same, "rebased_paths": nonNil(r.plan.Rebased), "updated_paths": nonNil(r.plan.Superseded), "from_work_tree": r.plan.Meta.WorkTree})
 		}
 		var b any
 		if bundle != "" {
@@ -426,7 +456,7 @@ func printImport(o *options, s *checkpoint.Store, bundle string, imported []*imp
 			b = abs
 		}
 		return writeJSON(o, map[string]any{"bundle": b, "work_tree": o.WorkTree, "store": s.Dir, "runs": runs,
-			"checkpoints_added": added, "checkpoints_known": known, "checkpoints_too_old": tooOld, "skipped_commits": nonNil(skipped)})
+			"checkpoints_added_count": added, "checkpoints_known_count": known, "checkpoints_too_old_count": tooOld, "skipped_commit_ids": nonNil(skipped)})
 	}
 	for _, r := range imported {
 		written, same := countWrites(r.plan)
@@ -505,16 +535,16 @@ func checkpointPush(c *cli.Context) error {
 	o := opts(c)
 	remote, project, s, err := shareSetup(c)
 	if err != nil {
-		return portableFail(c, err, "", nil)
+		return portableFail(c, err, "")
 	}
 	pushed, err := s.Push(c.Context, remote, project)
 	if err != nil {
-		return portableFail(c, portableErr(err), "", nil)
+		return portableFail(c, portableErr(err), "")
 	}
 	var conflicts, rejected []string
 	refs := make([]map[string]any, 0, len(pushed))
 	for _, r := range pushed {
-		refs = append(refs, map[string]any{"kind": r.Kind, "name": r.Name, "ref": r.Ref, "commit": r.Local, "result": r.Result, "why": nullIfEmpty(r.Why)})
+		refs = append(refs, map[string]any{"kind": r.Kind, "name": r.Name, "ref": r.Ref, "commit_id": r.Local, "result": r.Result, "why": nullIfEmpty(r.Why)})
 		switch r.Result {
 		case "conflict":
 			conflicts = append(conflicts, r.Kind+" "+r.Name)
@@ -522,20 +552,22 @@ func checkpointPush(c *cli.Context) error {
 			rejected = append(rejected, fmt.Sprintf("%s %s (%s)", r.Kind, r.Name, r.Why))
 		}
 	}
-	doc := map[string]any{"remote": remote, "project": project, "refs": refs}
-	if len(rejected) > 0 {
-		return portableFail(c, exitErrorf(exitFailure, "the remote refused %s", strings.Join(rejected, ", ")), "", doc)
-	}
-	if !o.JSON {
+	// The document (or the summary line) reports every ref, conflicts
+	// included; a conflict or a refusal then ends the command non-zero.
+	if o.JSON {
+		if err := writeJSON(o, map[string]any{"remote": remote, "project_id": project, "refs": refs}); err != nil {
+			return err
+		}
+	} else {
 		printShare(o, "Pushed to", remote, project, pushed)
+	}
+	if len(rejected) > 0 {
+		return exitErrorf(exitFailure, "the remote refused %s", strings.Join(rejected, ", "))
 	}
 	if len(conflicts) > 0 {
 		err := exitErrorf(exitGuard, "%s diverged on the remote and %s left as it is: %s", plural(len(conflicts), "ref", "refs"), isAre(len(conflicts), "was", "were"), strings.Join(conflicts, ", "))
-		return portableFail(c, withHint(err, "the remote holds work on it that this store lacks (another machine went on with the run); everything else was pushed",
-			"see both sides: rewind checkpoint pull "+shellArg(remote)+" reports the runs that diverged and takes the rest"), "conflict", doc)
-	}
-	if o.JSON {
-		return writeJSON(o, doc)
+		return withHint(err, "the remote holds work on it that this store lacks (another machine went on with the run); everything else was pushed",
+			"see both sides: rewind checkpoint pull "+shellArg(remote)+" reports the runs that diverged and takes the rest")
 	}
 	return nil
 }
@@ -571,24 +603,24 @@ func checkpointPull(c *cli.Context) error {
 	o := opts(c)
 	remote, project, s, err := shareSetup(c)
 	if err != nil {
-		return portableFail(c, err, "", nil)
+		return portableFail(c, err, "")
 	}
 	keep, err := keepFromEnv()
 	if err != nil {
-		return portableFail(c, err, "", nil)
+		return portableFail(c, err, "")
 	}
 	in, err := s.FetchRemote(c.Context, remote, project)
 	if err != nil {
-		return portableFail(c, portableErr(err), "", nil)
+		return portableFail(c, portableErr(err), "")
 	}
 	acc, err := s.Accept(c.Context, in, false, keep)
 	if err != nil {
-		return portableFail(c, err, "", nil)
+		return portableFail(c, err, "")
 	}
 	runs := make([]map[string]any, 0, len(acc.Runs))
 	var conflicts []string
 	for _, u := range acc.Runs {
-		runs = append(runs, map[string]any{"session": u.Session, "local": nullIfEmpty(u.Old), "remote": u.New, "result": u.Result})
+		runs = append(runs, map[string]any{"session": u.Session, "local_id": nullIfEmpty(u.Old), "remote_id": u.New, "result": u.Result})
 		if u.Result == "conflict" {
 			conflicts = append(conflicts, fmt.Sprintf("run %s (the store's %s, the remote's %s)", u.Session, short8(u.Old), short8(u.New)))
 		}
@@ -597,19 +629,20 @@ func checkpointPull(c *cli.Context) error {
 	for _, cp := range acc.Added {
 		added = append(added, toJSON(cp))
 	}
-	doc := map[string]any{"remote": remote, "project": project, "checkpoints_added": added, "checkpoints_known": acc.Known, "checkpoints_too_old": acc.TooOld, "runs": runs, "skipped_commits": nonNil(acc.Skipped)}
-	if len(conflicts) > 0 {
-		if !o.JSON {
-			printPull(o, remote, project, acc)
-		}
-		err := exitErrorf(exitGuard, "%s diverged from the store's and %s left as it is: %s", plural(len(conflicts), "run", "runs"), isAre(len(conflicts), "was", "were"), strings.Join(conflicts, ", "))
-		return portableFail(c, withHint(err, "two machines went on with the same run apart; the store keeps its own and took everything else",
-			"to work on the remote's instead, pull it into another clone of the project"), "conflict", doc)
-	}
 	if o.JSON {
-		return writeJSON(o, doc)
+		doc := map[string]any{"remote": remote, "project_id": project, "checkpoints_added": added, "checkpoints_known_count": acc.Known,
+			"checkpoints_too_old_count": acc.TooOld, "runs": runs, "skipped_commit_ids": nonNil(acc.Skipped)}
+		if err := writeJSON(o, doc); err != nil {
+			return err
+		}
+	} else {
+		printPull(o, remote, project, acc)
 	}
-	printPull(o, remote, project, acc)
+	if len(conflicts) > 0 {
+		err := exitErrorf(exitGuard, "%s diverged from the store's and %s left as it is: %s", plural(len(conflicts), "run", "runs"), isAre(len(conflicts), "was", "were"), strings.Join(conflicts, ", "))
+		return withHint(err, "two machines went on with the same run apart; the store keeps its own and took everything else",
+			"to work on the remote's instead, pull it into another clone of the project")
+	}
 	return nil
 }
 
