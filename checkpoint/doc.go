@@ -28,6 +28,11 @@
 // checkpoint only a manifest row names) and refs/rewind/index-tree (the tree
 // of rewind's index at the last prune, whose objects no checkpoint may hold).
 //
+// Portable runs (share.go): refs/rewind/runs/<session> holds a run's files as
+// a chain of commits (export), refs/rewind/incoming/<pid>-<nonce>/ what a
+// fetch brought until it is accepted; bundles and remotes carry them, remotes
+// under refs/rewind/projects/<project id>/ (ProjectID).
+//
 // Sharing with the procedure. A repository without rewind-worktree was made by
 // the procedure: it is adopted when its config's core.worktree (which the
 // procedure's git init records) names the work tree, or, without one, when it

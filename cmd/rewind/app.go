@@ -48,7 +48,7 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func commands() []*cli.Command {
 	return []*cli.Command{
 		versionCommand(),
-		checkpointCommand(),
+		withSubcommands(checkpointCommand(), shareCommands()...),
 		dispatchCommand(),
 		manifestCommand(),
 		pipelineCommand(),
@@ -60,6 +60,8 @@ func commands() []*cli.Command {
 		skillsCommand(),
 		hooksCommand(),
 		hookCommand(),
+		exportCommand(),
+		importCommand(),
 	}
 }
 
