@@ -29,7 +29,9 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if os.Getenv("REWIND_TRACE") == "1" {
 		gitexec.Trace = stderr
 	}
-	app := newApp(stdin, stdout, stderr)
+	out := &countingWriter{w: stdout}
+	app := newApp(stdin, out, stderr)
+	jsonOut := wantsJSON(args)
 	args, err := reorderArgs(app, args)
 	if err == nil {
 		err = app.RunContext(ctx, args)
@@ -37,7 +39,7 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil && ctx.Err() != nil {
 		err = context.Canceled
 	}
-	return report(stderr, err)
+	return report(out, stderr, jsonOut, err)
 }
 
 // commands lists the command groups. Register a group here only when it works.
@@ -113,9 +115,9 @@ func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
 		return flag
 	})
 	if hint := valueHint(c, strings.TrimLeft(flag, "-")); hint != "" {
-		return withHint(usageErrorf("%s", msg), flag+" takes "+hint)
+		return named("flag_value_invalid", withHint(usageErrorf("%s", msg), flag+" takes "+hint))
 	}
-	return usageErrorf("%s", msg)
+	return named("flag_value_invalid", usageErrorf("%s", msg))
 }
 
 // valueHint names the kind of value a flag takes, for the hint under a bad one.

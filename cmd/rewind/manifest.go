@@ -321,7 +321,7 @@ func manifestCheck(c *cli.Context) error {
 		}
 	}
 	if r.Errors > 0 {
-		return silentExit(exitFailure)
+		return named("manifest_invalid", silentExit(exitFailure, fmt.Sprintf("%s: %s", r.Source, plural(r.Errors, "error", "errors"))))
 	}
 	return nil
 }
