@@ -226,6 +226,9 @@ func dispatchSeq(c *cli.Context) error {
 	if err != nil {
 		return dispatchFailed(c, err)
 	}
+	if o := opts(c); o.JSON {
+		return writeJSON(o, map[string]any{"seq": n})
+	}
 	fmt.Fprintln(opts(c).Stdout, n)
 	return nil
 }
@@ -270,6 +273,11 @@ func dispatchBefore(c *cli.Context) error {
 		return dispatchFailed(c, err)
 	}
 	msg := fmt.Sprintf("dispatched seq %d (%s, %s chars)", seq, d.File, manifest.IntStr(d.InputChars))
+	if o.JSON {
+		// The message stays on stderr, as with --seq auto.
+		fmt.Fprintln(o.Stderr, msg)
+		return writeJSON(o, map[string]any{"seq": seq, "file": d.File, "role": d.Role, "status": "dispatched", "input_chars": d.InputChars})
+	}
 	if auto {
 		// The allocated seq is what a script reads; the message goes to stderr.
 		fmt.Fprintln(o.Stdout, seq)
@@ -306,6 +314,9 @@ func dispatchAfter(c *cli.Context) error {
 	if err != nil {
 		return dispatchFailed(c, err)
 	}
+	if o.JSON {
+		return writeJSON(o, map[string]any{"seq": comp.Seq, "file": file, "status": comp.Status})
+	}
 	fmt.Fprintf(o.Stdout, "%s seq %d (%s)\n", comp.Status, comp.Seq, file)
 	return nil
 }
@@ -317,6 +328,9 @@ func dispatchCleanup(c *cli.Context) error {
 	msg, err := manifest.Cleanup(c.String("dir"), c.String("scratch"), c.Bool("failed"))
 	if err != nil {
 		return dispatchFailed(c, err)
+	}
+	if o := opts(c); o.JSON {
+		return writeJSON(o, map[string]any{"failed": c.Bool("failed"), "message": msg})
 	}
 	fmt.Fprintln(opts(c).Stdout, msg)
 	return nil
