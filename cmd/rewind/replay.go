@@ -738,7 +738,7 @@ func planJSON(r replay.Report) map[string]any {
 	}
 	findings := []any{}
 	for _, f := range p.Findings {
-		findings = append(findings, map[string]any{"seq": f.Seq, "role": f.Role, "kind": string(f.Kind), "ok": f.OK, "detail": f.Detail})
+		findings = append(findings, map[string]any{"seq": f.Seq, "role": strPtr(f.Role), "kind": string(f.Kind), "ok": f.OK, "detail": f.Detail})
 	}
 	var restore any
 	if p.Restore != nil {

@@ -60,7 +60,7 @@ func TestScripts(t *testing.T) {
 				// Every --json output is checked against its schema (see
 				// scriptschema_test.go).
 				schemaDirEnv+"="+schemas,
-				schemaLogEnv+"="+schemaLog, "DUMPJSON="+os.Getenv("DUMPJSON"),
+				schemaLogEnv+"="+schemaLog,
 				"SCRIPT_PID="+strconv.Itoa(os.Getpid()),
 				"HOME="+home,
 				"XDG_CONFIG_HOME="+filepath.Join(home, ".config"),

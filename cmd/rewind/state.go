@@ -269,7 +269,7 @@ type statePlaybookJSON struct {
 	ReopenedStages     []string           `json:"reopened_stages"`
 	NotesLine          *int               `json:"notes_line"`
 	Findings           []stateFindingJSON `json:"findings"`
-	Written            *string            `json:"written"`
+	Written            *string            `json:"written_file"`
 	Note               *string            `json:"note"`
 }
 
@@ -502,7 +502,7 @@ func stateResume(c *cli.Context) (*stateOutput, error) {
 	}
 	switch d.Decision {
 	case state.DecisionBlocked:
-		// --json prints the decision, as check does (written and note null);
+		// --json prints the decision, as check does (written_file and note null);
 		// the text form says it all on stderr.
 		if o.JSON {
 			return statePlaybookOutput(d), statePlaybookBlocked(d)
@@ -528,7 +528,7 @@ type stateRecoverJSON struct {
 	StateDir           string            `json:"state_dir"`
 	Repairs            []stateRepairJSON `json:"repairs"`
 	ClearedInterrupted bool              `json:"cleared_interrupted"`
-	Written            []string          `json:"written"`
+	Written            []string          `json:"written_files"`
 }
 
 type stateRepairJSON struct {
