@@ -35,7 +35,8 @@ func TestScripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	schemaLog := t.TempDir()
-	defer checkSchemaLog(t, schemaLog)
+	// After every script: they run in parallel, after this function returns.
+	t.Cleanup(func() { checkSchemaLog(t, schemaLog) })
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("..", "..", "testdata", "scripts"),
 		UpdateScripts:       os.Getenv("REWIND_UPDATE") != "",
