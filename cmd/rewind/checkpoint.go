@@ -317,7 +317,7 @@ type checkpointJSON struct {
 	ID            string        `json:"id"`
 	ShortID       string        `json:"short_id"`
 	Reason        string        `json:"reason"`
-	Source        string        `json:"source"`
+	Source        *string       `json:"source"` // null: the commit names none
 	Timestamp     string        `json:"timestamp"`
 	ProjectBranch *string       `json:"project_branch"` // null: not recorded (or HEAD detached)
 	ProjectHead   *string       `json:"project_head"`   // null: not recorded
@@ -330,7 +330,7 @@ type skippedJSON struct {
 }
 
 func toJSON(c *checkpoint.Checkpoint) checkpointJSON {
-	j := checkpointJSON{ID: c.ID, ShortID: c.Short(), Reason: c.Reason, Source: c.Source,
+	j := checkpointJSON{ID: c.ID, ShortID: c.Short(), Reason: c.Reason, Source: strPtr(c.Source),
 		Timestamp: c.Time.Format(time.RFC3339), ProjectBranch: strPtr(c.Branch), ProjectHead: strPtr(c.Head), Skipped: []skippedJSON{}}
 	for _, s := range c.Skipped {
 		j.Skipped = append(j.Skipped, skippedJSON{s.Path, s.Why})
