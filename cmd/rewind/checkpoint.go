@@ -388,7 +388,7 @@ func checkpointCreate(c *cli.Context) error {
 	if o.JSON {
 		j := struct {
 			checkpointJSON
-			Files     int  `json:"files"`
+			Files     int  `json:"files_count"`
 			Changed   int  `json:"changes_count"`
 			Duplicate bool `json:"duplicate"`
 		}{toJSON(cp), res.Files, res.Changed, res.Duplicate}
@@ -499,7 +499,7 @@ func checkpointShow(c *cli.Context) error {
 		}
 		return writeJSON(o, struct {
 			checkpointJSON
-			Files    int          `json:"files"`
+			Files    int          `json:"files_count"`
 			Previous *string      `json:"previous_id"`
 			Changes  []changeJSON `json:"changes"`
 		}{toJSON(cp), files, prevID, changesJSON(changes)})
@@ -740,7 +740,7 @@ func checkpointRestore(c *cli.Context) error {
 func restoreJSON(res *checkpoint.Restored, doc map[string]any) map[string]any {
 	doc["write"], doc["remove"] = nonNil(res.Write), nonNil(res.Remove)
 	doc["mkdir"], doc["rmdir"], doc["chmod"] = nonNil(res.Mkdir), nonNil(res.Rmdir), nonNil(res.Chmod)
-	doc["kept"], doc["failed"] = keptJSON(res.Kept), keptJSON(res.Failed)
+	doc["kept_paths"], doc["failed_paths"] = keptJSON(res.Kept), keptJSON(res.Failed)
 	return doc
 }
 
@@ -788,7 +788,7 @@ func checkpointPrune(c *cli.Context) error {
 	if !s.Exists() {
 		// Nothing to prune, and no store is made to prune it.
 		if o.JSON {
-			return writeJSON(o, map[string]any{"evicted": []string{}, "kept": keep, "bytes_before": 0, "bytes_after": 0, "bytes_reclaimed": 0})
+			return writeJSON(o, map[string]any{"evicted": []string{}, "kept_count": keep, "bytes_before": 0, "bytes_after": 0, "bytes_reclaimed": 0})
 		}
 		fmt.Fprintf(o.Stdout, "Nothing to prune: %s has no checkpoint store yet (%s).\n", s.WorkTree, s.Dir)
 		return nil
@@ -805,7 +805,7 @@ func checkpointPrune(c *cli.Context) error {
 		for _, e := range evicted {
 			ids = append(ids, e.ID)
 		}
-		return writeJSON(o, map[string]any{"evicted": ids, "kept": keep, "bytes_before": before, "bytes_after": after, "bytes_reclaimed": before - after})
+		return writeJSON(o, map[string]any{"evicted": ids, "kept_count": keep, "bytes_before": before, "bytes_after": after, "bytes_reclaimed": before - after})
 	}
 	fmt.Fprintf(o.Stdout, "Pruned: evicted %d checkpoint(s), kept the newest %d; the store's repository went from %d to %d bytes.\n", len(evicted), keep, before, after)
 	return nil

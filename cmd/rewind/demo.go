@@ -327,7 +327,7 @@ func (d *demo) replay() error {
 // --json document in one document, with the history and the tree. The
 // commands' notes go to stderr.
 func (d *demo) replayJSON(kept bool) error {
-	doc := map[string]any{"root": d.root, "kept": kept, "project": d.proj, "scratch_dir": d.scratch, "dispatch_dir": d.dispatchDir, "store": d.store}
+	doc := map[string]any{"root": d.root, "root_kept": kept, "project": d.proj, "scratch_dir": d.scratch, "dispatch_dir": d.dispatchDir, "store": d.store}
 	step := func(key string, now time.Time, args ...string) error {
 		var out bytes.Buffer
 		if err := d.rewindTo(&out, d.o.Stderr, now, append(args, "--json")...); err != nil {
@@ -336,10 +336,10 @@ func (d *demo) replayJSON(kept bool) error {
 		doc[key] = json.RawMessage(bytes.TrimSpace(out.Bytes()))
 		return nil
 	}
-	if err := step("checkpoints", demoTime(30), "checkpoint", "list"); err != nil {
+	if err := step("checkpoint_list", demoTime(30), "checkpoint", "list"); err != nil {
 		return err
 	}
-	if err := step("plan", demoTime(30), "replay", d.scratch, "--dry-run"); err != nil {
+	if err := step("replay_plan", demoTime(30), "replay", d.scratch, "--dry-run"); err != nil {
 		return err
 	}
 	self, err := os.Executable()
@@ -350,10 +350,10 @@ func (d *demo) replayJSON(kept bool) error {
 	os.Setenv("REWIND_NOW", demoTime(30).Format(time.RFC3339))
 	defer os.Unsetenv("REWIND_SESSION")
 	defer os.Unsetenv("REWIND_NOW")
-	if err := step("replay", demoTime(30), "replay", d.scratch, "--yes", "--exec", shellQuote(self)+" demo agent"); err != nil {
+	if err := step("replay_run", demoTime(30), "replay", d.scratch, "--yes", "--exec", shellQuote(self)+" demo agent"); err != nil {
 		return err
 	}
-	if err := step("manifest", demoTime(40), "manifest", "show", d.scratch); err != nil {
+	if err := step("manifest_show", demoTime(40), "manifest", "show", d.scratch); err != nil {
 		return err
 	}
 	out, err := gitexec.Project{Dir: d.proj}.Run(d.ctx, "log", "--format=%H%x00%s")

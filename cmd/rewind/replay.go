@@ -750,7 +750,7 @@ func planJSON(r replay.Report) map[string]any {
 		started = r.Started.UTC().Format(time.RFC3339)
 	}
 	return map[string]any{
-		"complete": p.Complete, "source": r.Source, "skill": strPtr(r.Skill), "session": strPtr(r.Session), "started": started,
+		"complete": p.Complete, "manifest": r.Source, "skill": strPtr(r.Skill), "session": strPtr(r.Session), "started": started,
 		"crashed_at":   map[string]any{"phase": strPtr(p.CrashPhase), "context": strPtr(p.CrashContext)},
 		"resume_phase": strPtr(p.ResumePhase), "restore": restore, "fallback": p.Fallback, "desired_checkpoint": strPtr(p.Desired),
 		"skip": skip, "redo": redo, "findings": findings, "warnings": nonNil(p.Warnings),
