@@ -208,7 +208,9 @@ func errorCode(err error, exit int) string {
 }
 
 // named gives err a stable code for the error document, keeping its exit code
-// and hints.
+// and hints. err is a *cliError (usageErrorf, withHint, silentExit, ...) or an
+// error that carries none: a wrapper around a *cliError would hide its code
+// and hints from report.
 func named(code string, err error) error {
 	if err == nil {
 		return nil
