@@ -29,7 +29,9 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if os.Getenv("REWIND_TRACE") == "1" {
 		gitexec.Trace = stderr
 	}
-	app := newApp(stdin, stdout, stderr)
+	out := &countingWriter{w: stdout}
+	app := newApp(stdin, out, stderr)
+	jsonOut := wantsJSON(args)
 	ordered, err := reorderArgs(app, args)
 	if err == nil {
 		err = app.RunContext(ctx, ordered)
@@ -37,7 +39,7 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil && ctx.Err() != nil {
 		err = context.Canceled
 	}
-	code := report(stderr, err)
+	code := report(out, stderr, jsonOut, err)
 	if code == exitUsage && isHookCall(args) {
 		code = exitFailure // Claude Code reads a hook's exit 2 as "block the agent"
 	}
@@ -123,9 +125,9 @@ func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
 		return flag
 	})
 	if hint := valueHint(c, strings.TrimLeft(flag, "-")); hint != "" {
-		return withHint(usageErrorf("%s", msg), flag+" takes "+hint)
+		return named("flag_value_invalid", withHint(usageErrorf("%s", msg), flag+" takes "+hint))
 	}
-	return usageErrorf("%s", msg)
+	return named("flag_value_invalid", usageErrorf("%s", msg))
 }
 
 // valueHint names the kind of value a flag takes, for the hint under a bad one.

@@ -82,19 +82,20 @@ func reorderArgs(app *cli.App, args []string) ([]string, error) {
 				}
 			}
 			if f == nil {
-				return nil, withHint(usageErrorf("unknown flag %s for %s", a, where()),
-					"run '"+where()+" --help' for its flags; a positional argument that starts with '-' goes after '--'")
+				return nil, named("unknown_flag", withHint(usageErrorf("unknown flag %s for %s", a, where()),
+					"run '"+where()+" --help' for its flags; a positional argument that starts with '-' goes after '--'"))
 			}
 			*dest = append(*dest, a)
 			if takesValue(f) && !hasValue {
 				if i+1 >= len(args) {
-					return nil, usageErrorf("flag %s needs a value", a)
+					return nil, named("flag_value_missing", usageErrorf("flag %s needs a value", a))
 				}
 				if len(path) == 2 && path[0].cmd.Name == "dispatch" && looksLikeOption(args[i+1]) {
 					// argparse takes "--summary -x" for two options, and
 					// refuses (--summary=-x is the way to pass it).
-					fmt.Fprintf(app.ErrWriter, "%s: error: argument %s: expected one argument\n", where(), strings.SplitN(a, "=", 2)[0])
-					return nil, silentExit(exitUsage)
+					msg := fmt.Sprintf("%s: error: argument %s: expected one argument", where(), strings.SplitN(a, "=", 2)[0])
+					fmt.Fprintln(app.ErrWriter, msg)
+					return nil, named("flag_value_missing", silentExit(exitUsage, msg))
 				}
 				i++
 				*dest = append(*dest, args[i])
@@ -113,7 +114,7 @@ func reorderArgs(app *cli.App, args []string) ([]string, error) {
 					positionals = append(positionals, a)
 					continue
 				}
-				return nil, usageErrorf("unknown command %q for %s; run '%s --help' for the list", a, where(), where())
+				return nil, named("unknown_command", usageErrorf("unknown command %q for %s; run '%s --help' for the list", a, where(), where()))
 			}
 			path = append(path, &level{cmd: cmd})
 			choices = cmd.Subcommands

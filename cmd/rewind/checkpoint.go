@@ -217,7 +217,7 @@ func checkpointAdopt(c *cli.Context) error {
 	}
 	if recorded == o.WorkTree && src == dst {
 		if o.JSON {
-			return writeJSON(o, map[string]any{"store": dst, "work_tree": o.WorkTree, "previous": recorded, "adopted": false, "moved": false, "checkpoints": nil})
+			return writeJSON(o, map[string]any{"store": dst, "work_tree": o.WorkTree, "previous_work_tree": recorded, "adopted": false, "moved": false, "checkpoints_count": nil})
 		}
 		fmt.Fprintf(o.Stdout, "The store %s is %s's already; nothing to do.\n", dst, o.WorkTree)
 		return nil
@@ -246,7 +246,7 @@ func checkpointAdopt(c *cli.Context) error {
 		return err
 	}
 	if o.JSON {
-		return writeJSON(o, map[string]any{"store": dst, "work_tree": o.WorkTree, "previous": res.Previous, "adopted": true, "moved": res.Moved, "checkpoints": res.Checkpoints})
+		return writeJSON(o, map[string]any{"store": dst, "work_tree": o.WorkTree, "previous_work_tree": res.Previous, "adopted": true, "moved": res.Moved, "checkpoints_count": res.Checkpoints})
 	}
 	where = "it stays in " + dst
 	if res.Moved {
@@ -317,10 +317,10 @@ type checkpointJSON struct {
 	ID            string        `json:"id"`
 	ShortID       string        `json:"short_id"`
 	Reason        string        `json:"reason"`
-	Source        string        `json:"source"`
+	Source        *string       `json:"source"` // null: the commit names none
 	Timestamp     string        `json:"timestamp"`
-	ProjectBranch string        `json:"project_branch"`
-	ProjectHead   string        `json:"project_head"`
+	ProjectBranch *string       `json:"project_branch"` // null: not recorded (or HEAD detached)
+	ProjectHead   *string       `json:"project_head"`   // null: not recorded
 	Skipped       []skippedJSON `json:"skipped_paths"`
 }
 
@@ -330,8 +330,8 @@ type skippedJSON struct {
 }
 
 func toJSON(c *checkpoint.Checkpoint) checkpointJSON {
-	j := checkpointJSON{ID: c.ID, ShortID: c.Short(), Reason: c.Reason, Source: c.Source,
-		Timestamp: c.Time.Format(time.RFC3339), ProjectBranch: c.Branch, ProjectHead: c.Head, Skipped: []skippedJSON{}}
+	j := checkpointJSON{ID: c.ID, ShortID: c.Short(), Reason: c.Reason, Source: strPtr(c.Source),
+		Timestamp: c.Time.Format(time.RFC3339), ProjectBranch: strPtr(c.Branch), ProjectHead: strPtr(c.Head), Skipped: []skippedJSON{}}
 	for _, s := range c.Skipped {
 		j.Skipped = append(j.Skipped, skippedJSON{s.Path, s.Why})
 	}
@@ -388,8 +388,8 @@ func checkpointCreate(c *cli.Context) error {
 	if o.JSON {
 		j := struct {
 			checkpointJSON
-			Files     int  `json:"files"`
-			Changed   int  `json:"changed_paths"`
+			Files     int  `json:"files_count"`
+			Changed   int  `json:"changes_count"`
 			Duplicate bool `json:"duplicate"`
 		}{toJSON(cp), res.Files, res.Changed, res.Duplicate}
 		return writeJSON(o, j)
@@ -493,14 +493,14 @@ func checkpointShow(c *cli.Context) error {
 		return err
 	}
 	if o.JSON {
-		prevID := ""
+		var prevID *string // null: the first checkpoint
 		if prev != nil {
-			prevID = prev.ID
+			prevID = &prev.ID
 		}
 		return writeJSON(o, struct {
 			checkpointJSON
-			Files    int          `json:"files"`
-			Previous string       `json:"previous"`
+			Files    int          `json:"files_count"`
+			Previous *string      `json:"previous_id"`
 			Changes  []changeJSON `json:"changes"`
 		}{toJSON(cp), files, prevID, changesJSON(changes)})
 	}
@@ -558,11 +558,11 @@ func checkpointDiff(c *cli.Context) error {
 		return err
 	}
 	if o.JSON {
-		toID := "work tree"
+		var toID *string // null: the work tree
 		if to != nil {
-			toID = to.ID
+			toID = &to.ID
 		}
-		return writeJSON(o, map[string]any{"from": from.ID, "to": toID, "changes": changesJSON(changes)})
+		return writeJSON(o, map[string]any{"from_id": from.ID, "to_id": toID, "changes": changesJSON(changes)})
 	}
 	if format != "" {
 		_, err := io.WriteString(o.Stdout, text)
@@ -587,7 +587,7 @@ func restorePreview(c *cli.Context, s *checkpoint.Store, ref string, opt checkpo
 	target := preview.Target
 	if c.Bool("dry-run") {
 		if o.JSON {
-			return target.ID, writeJSON(o, restoreJSON(preview, map[string]any{"checkpoint": toJSON(target), "dry_run": true}))
+			return target.ID, writeJSON(o, restoreJSON(preview, map[string]any{"checkpoint": toJSON(target), "dry_run": true, "safety_checkpoint": nil, "verify": nil}))
 		}
 		summary := fmt.Sprintf("write %d, remove %d", len(preview.Write), len(preview.Remove))
 		for _, extra := range []struct {
@@ -691,15 +691,23 @@ func checkpointRestore(c *cli.Context) error {
 	}
 	target := res.Target
 	noteHeadMoved(o, res)
-	if o.JSON {
-		if err := writeJSON(o, restoreJSON(res, map[string]any{"checkpoint": toJSON(target), "safety_checkpoint": toJSON(res.Safety)})); err != nil {
-			return err
+	// Under --json the document is printed last, with the verify command's
+	// outcome.
+	var verify any
+	printDoc := func() error {
+		if !o.JSON {
+			return nil
 		}
-	} else {
+		return writeJSON(o, restoreJSON(res, map[string]any{"checkpoint": toJSON(target), "dry_run": false, "safety_checkpoint": toJSON(res.Safety), "verify": verify}))
+	}
+	if !o.JSON {
 		fmt.Fprintf(o.Stdout, "Restored to checkpoint %s (%s). Safety checkpoint created at %s — use this to undo the restore.\n",
 			target.Short(), target.Reason, res.Safety.Short())
 	}
 	if n := len(res.Failed); n > 0 {
+		if err := printDoc(); err != nil {
+			return err
+		}
 		names := make([]string, n)
 		for i, f := range res.Failed {
 			names[i] = f.Path
@@ -713,13 +721,18 @@ func checkpointRestore(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
+		verify = map[string]any{"command": cmd, "exit_code": code}
+		if err := printDoc(); err != nil {
+			return err
+		}
 		if code != 0 {
 			return withHint(exitErrorf(exitFailure, "verify: %q exited with status %d; the restore stays", cmd, code),
 				"undo it: rewind checkpoint restore "+res.Safety.Short()+" --yes")
 		}
 		o.notef("verify: %q exited with status 0", cmd)
+		return nil
 	}
-	return nil
+	return printDoc()
 }
 
 // restoreJSON is a restore's document: what it wrote, removed, made, set and
@@ -727,7 +740,7 @@ func checkpointRestore(c *cli.Context) error {
 func restoreJSON(res *checkpoint.Restored, doc map[string]any) map[string]any {
 	doc["write"], doc["remove"] = nonNil(res.Write), nonNil(res.Remove)
 	doc["mkdir"], doc["rmdir"], doc["chmod"] = nonNil(res.Mkdir), nonNil(res.Rmdir), nonNil(res.Chmod)
-	doc["kept"], doc["failed"] = keptJSON(res.Kept), keptJSON(res.Failed)
+	doc["kept_paths"], doc["failed_paths"] = keptJSON(res.Kept), keptJSON(res.Failed)
 	return doc
 }
 
@@ -775,7 +788,7 @@ func checkpointPrune(c *cli.Context) error {
 	if !s.Exists() {
 		// Nothing to prune, and no store is made to prune it.
 		if o.JSON {
-			return writeJSON(o, map[string]any{"evicted": []string{}, "kept": keep, "bytes_before": 0, "bytes_after": 0, "bytes_reclaimed": 0})
+			return writeJSON(o, map[string]any{"evicted": []string{}, "kept_count": keep, "bytes_before": 0, "bytes_after": 0, "bytes_reclaimed": 0})
 		}
 		fmt.Fprintf(o.Stdout, "Nothing to prune: %s has no checkpoint store yet (%s).\n", s.WorkTree, s.Dir)
 		return nil
@@ -792,7 +805,7 @@ func checkpointPrune(c *cli.Context) error {
 		for _, e := range evicted {
 			ids = append(ids, e.ID)
 		}
-		return writeJSON(o, map[string]any{"evicted": ids, "kept": keep, "bytes_before": before, "bytes_after": after, "bytes_reclaimed": before - after})
+		return writeJSON(o, map[string]any{"evicted": ids, "kept_count": keep, "bytes_before": before, "bytes_after": after, "bytes_reclaimed": before - after})
 	}
 	fmt.Fprintf(o.Stdout, "Pruned: evicted %d checkpoint(s), kept the newest %d; the store's repository went from %d to %d bytes.\n", len(evicted), keep, before, after)
 	return nil
@@ -823,7 +836,7 @@ func checkpointStatus(c *cli.Context) error {
 	}
 	size := s.Size()
 	if o.JSON {
-		doc := map[string]any{"work_tree": s.WorkTree, "store": s.Dir, "checkpoints": len(cps), "size_bytes": size, "health": health, "newest": nil}
+		doc := map[string]any{"work_tree": s.WorkTree, "store": s.Dir, "checkpoints_count": len(cps), "size_bytes": size, "health": health, "newest": nil}
 		if newest != nil {
 			doc["newest"] = toJSON(newest)
 		}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -96,6 +98,9 @@ func demoRun(c *cli.Context) error {
 		store: filepath.Join(root, "store"), tmp: filepath.Join(root, "tmp")}
 	if err := d.build(); err != nil {
 		return fmt.Errorf("demo: %w", err)
+	}
+	if o.JSON {
+		return d.replayJSON(c.String("keep") != "")
 	}
 	return d.replay()
 }
@@ -318,6 +323,70 @@ func (d *demo) replay() error {
 	return listTree(w, d.proj)
 }
 
+// replayJSON is the demo under --json: the same steps, each command's own
+// --json document in one document, with the history and the tree. The
+// commands' notes go to stderr.
+func (d *demo) replayJSON(kept bool) error {
+	doc := map[string]any{"root": d.root, "root_kept": kept, "project": d.proj, "scratch_dir": d.scratch, "dispatch_dir": d.dispatchDir, "store": d.store}
+	step := func(key string, now time.Time, args ...string) error {
+		var out bytes.Buffer
+		if err := d.rewindTo(&out, d.o.Stderr, now, append(args, "--json")...); err != nil {
+			return err
+		}
+		doc[key] = json.RawMessage(bytes.TrimSpace(out.Bytes()))
+		return nil
+	}
+	if err := step("checkpoint_list", demoTime(30), "checkpoint", "list"); err != nil {
+		return err
+	}
+	if err := step("replay_plan", demoTime(30), "replay", d.scratch, "--dry-run"); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	os.Setenv("REWIND_SESSION", "demo-replay")
+	os.Setenv("REWIND_NOW", demoTime(30).Format(time.RFC3339))
+	defer os.Unsetenv("REWIND_SESSION")
+	defer os.Unsetenv("REWIND_NOW")
+	if err := step("replay_run", demoTime(30), "replay", d.scratch, "--yes", "--exec", shellQuote(self)+" demo agent"); err != nil {
+		return err
+	}
+	if err := step("manifest_show", demoTime(40), "manifest", "show", d.scratch); err != nil {
+		return err
+	}
+	out, err := gitexec.Project{Dir: d.proj}.Run(d.ctx, "log", "--format=%H%x00%s")
+	if err != nil {
+		return err
+	}
+	history := []any{}
+	for _, line := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+		id, subject, _ := strings.Cut(line, "\x00")
+		history = append(history, map[string]any{"id": id, "subject": subject})
+	}
+	doc["history"] = history
+	tree := []any{}
+	err = filepath.Walk(d.proj, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if fi.IsDir() && fi.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if !fi.IsDir() {
+			rel, _ := filepath.Rel(d.proj, p)
+			tree = append(tree, map[string]any{"path": rel, "size": fi.Size()})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	doc["tree"] = tree
+	return writeJSON(d.o, doc)
+}
+
 // listTree prints the files of the project (not .git).
 func listTree(w io.Writer, root string) error {
 	return filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
@@ -369,8 +438,14 @@ func demoAgent(c *cli.Context) error {
 		if _, err := g.Run(c.Context, "commit", "-q", "--allow-empty", "-m", fmt.Sprintf("task %s: %s (replayed)", task, dd.file)); err != nil {
 			return err
 		}
+		if o.JSON {
+			return writeJSON(o, map[string]any{"role": role, "task": task, "file": dd.file, "summary": fmt.Sprintf("Task %s done: %s", task, dd.file)})
+		}
 		fmt.Fprintf(o.Stdout, "Wrote %s and committed it.\nSUMMARY: Task %s done: %s\n", dd.file, task, dd.file)
 		return nil
+	}
+	if o.JSON {
+		return writeJSON(o, map[string]any{"role": role, "task": strPtr(task), "file": nil, "summary": role + " checked"})
 	}
 	fmt.Fprintf(o.Stdout, "Nothing to write for %s.\nSUMMARY: %s checked\n", role, role)
 	return nil

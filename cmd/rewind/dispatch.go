@@ -109,8 +109,9 @@ func argparsePrefix(stderr io.Writer, where string, cmd *cli.Command, arg, name 
 	for i := range matches {
 		matches[i] = "--" + matches[i]
 	}
-	fmt.Fprintf(stderr, "%s: error: ambiguous option: %s could match %s\n", where, arg, strings.Join(matches, ", "))
-	return "", silentExit(exitUsage)
+	msg := fmt.Sprintf("%s: error: ambiguous option: %s could match %s", where, arg, strings.Join(matches, ", "))
+	fmt.Fprintln(stderr, msg)
+	return "", named("flag_ambiguous", silentExit(exitUsage, msg))
 }
 
 // flagNames lists the long names of flags in their order.
@@ -129,8 +130,9 @@ func flagNames(flags []cli.Flag) []string {
 // argparseError prints a usage error as argparse does (without the usage
 // line) and exits 2.
 func argparseError(c *cli.Context, format string, a ...any) error {
-	fmt.Fprintf(opts(c).Stderr, "%s: error: %s\n", c.Command.HelpName, fmt.Sprintf(format, a...))
-	return silentExit(exitUsage)
+	msg := fmt.Sprintf("%s: error: %s", c.Command.HelpName, fmt.Sprintf(format, a...))
+	fmt.Fprintln(opts(c).Stderr, msg)
+	return silentExit(exitUsage, msg)
 }
 
 // dispatchArgs checks the positional arguments and the required flags.
@@ -203,17 +205,17 @@ func dispatchFailed(c *cli.Context, err error) error {
 			fmt.Fprintln(opts(c).Stderr, line)
 		}
 		fmt.Fprintln(opts(c).Stderr, cf.Error())
-		return silentExit(exitFailure)
+		return named("dispatch_refused", silentExit(exitFailure, cf.Error()))
 	}
 	if errors.As(err, &de) {
 		fmt.Fprintln(opts(c).Stderr, de.Msg)
 		if de.Usage {
-			return silentExit(exitUsage)
+			return silentExit(exitUsage, de.Msg)
 		}
-		return silentExit(exitFailure)
+		return named("dispatch_refused", silentExit(exitFailure, de.Msg))
 	}
 	fmt.Fprintln(opts(c).Stderr, err)
-	return silentExit(exitFailure)
+	return silentExit(exitFailure, err.Error())
 }
 
 func dispatchSeq(c *cli.Context) error {
@@ -223,6 +225,9 @@ func dispatchSeq(c *cli.Context) error {
 	n, err := manifest.NextSeq(c.String("dir"))
 	if err != nil {
 		return dispatchFailed(c, err)
+	}
+	if o := opts(c); o.JSON {
+		return writeJSON(o, map[string]any{"seq": n})
 	}
 	fmt.Fprintln(opts(c).Stdout, n)
 	return nil
@@ -268,6 +273,11 @@ func dispatchBefore(c *cli.Context) error {
 		return dispatchFailed(c, err)
 	}
 	msg := fmt.Sprintf("dispatched seq %d (%s, %s chars)", seq, d.File, manifest.IntStr(d.InputChars))
+	if o.JSON {
+		// The message stays on stderr, as with --seq auto.
+		fmt.Fprintln(o.Stderr, msg)
+		return writeJSON(o, map[string]any{"seq": seq, "file": d.File, "role": d.Role, "status": "dispatched", "input_chars": d.InputChars})
+	}
 	if auto {
 		// The allocated seq is what a script reads; the message goes to stderr.
 		fmt.Fprintln(o.Stdout, seq)
@@ -304,6 +314,9 @@ func dispatchAfter(c *cli.Context) error {
 	if err != nil {
 		return dispatchFailed(c, err)
 	}
+	if o.JSON {
+		return writeJSON(o, map[string]any{"seq": comp.Seq, "file": file, "status": comp.Status})
+	}
 	fmt.Fprintf(o.Stdout, "%s seq %d (%s)\n", comp.Status, comp.Seq, file)
 	return nil
 }
@@ -315,6 +328,9 @@ func dispatchCleanup(c *cli.Context) error {
 	msg, err := manifest.Cleanup(c.String("dir"), c.String("scratch"), c.Bool("failed"))
 	if err != nil {
 		return dispatchFailed(c, err)
+	}
+	if o := opts(c); o.JSON {
+		return writeJSON(o, map[string]any{"failed": c.Bool("failed"), "message": msg})
 	}
 	fmt.Fprintln(opts(c).Stdout, msg)
 	return nil

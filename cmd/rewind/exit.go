@@ -29,7 +29,8 @@ type cliError struct {
 	code   int // 0: let classify decide
 	err    error
 	hints  []string
-	silent bool // the command already printed its own message
+	silent bool   // the command already printed its own message
+	name   string // the code in the --json error document ("": errorCode decides)
 }
 
 func (e *cliError) Error() string { return e.err.Error() }
@@ -66,10 +67,11 @@ func withHint(err error, hints ...string) error {
 	return &cliError{err: err, hints: hints}
 }
 
-// silentExit ends the command with code and prints nothing more: for commands
-// that print their own messages (rewind dispatch keeps dispatch.py's).
-func silentExit(code int) error {
-	return &cliError{code: code, err: fmt.Errorf("exit %d", code), silent: true}
+// silentExit ends the command with code and prints nothing more on stderr: for
+// commands that print their own messages (rewind dispatch keeps dispatch.py's).
+// msg is that message, for the --json error document.
+func silentExit(code int, msg string) error {
+	return &cliError{code: code, err: errors.New(msg), silent: true}
 }
 
 // classify maps the domain packages' sentinel and typed errors to an exit code and
@@ -125,21 +127,27 @@ func classify(err error) (int, []string) {
 	return exitFailure, nil
 }
 
-// report prints err once on stderr and returns the exit code.
-func report(stderr io.Writer, err error) int {
+// report prints err once on stderr (and, under --json, its error document on
+// stdout when the command printed no document) and returns the exit code.
+func report(stdout *countingWriter, stderr io.Writer, jsonOut bool, err error) int {
 	if err == nil {
 		return exitOK
 	}
 	code, hints := classify(err)
 	var ce *cliError
+	silent := false
 	if errors.As(err, &ce) {
-		if ce.silent {
-			return ce.code
-		}
+		silent = ce.silent
 		if ce.code != 0 {
 			code = ce.code
 		}
-		hints = append(ce.hints, hints...)
+		hints = append(append([]string{}, ce.hints...), hints...)
+	}
+	if jsonOut && stdout.n == 0 {
+		writeErrorJSON(stdout, err, code, hints)
+	}
+	if silent {
+		return code
 	}
 	msg := err.Error()
 	if code == exitInterrupted {

@@ -145,7 +145,7 @@ func manifestShow(c *cli.Context) error {
 // showJSON streams the document: the authoritative lines are copied as they
 // are in the file (they are valid JSON objects), so memory stays flat.
 func showJSON(w *bufio.Writer, ix *manifest.Index, phases []manifest.Phase, warnings []string) error {
-	w.WriteString(`{"source":`)
+	w.WriteString(`{"manifest":`)
 	w.Write(manifest.AppendString(nil, ix.Source))
 	w.WriteString(`,"phases":[`)
 	for i, ph := range phases {
@@ -270,12 +270,12 @@ type findingJSON struct {
 }
 
 type checkJSON struct {
-	Source       string        `json:"source"`
+	Source       string        `json:"manifest"`
 	Lines        int           `json:"lines"`
-	Entries      int           `json:"entries"`
-	Seqs         int           `json:"seqs"`
-	Errors       int           `json:"errors"`
-	Warnings     int           `json:"warnings"`
+	Entries      int           `json:"entries_count"`
+	Seqs         int           `json:"seqs_count"`
+	Errors       int           `json:"errors_count"`
+	Warnings     int           `json:"warnings_count"`
 	Findings     []findingJSON `json:"findings"`
 	MoreFindings int           `json:"more_findings"`
 }
@@ -321,13 +321,13 @@ func manifestCheck(c *cli.Context) error {
 		}
 	}
 	if r.Errors > 0 {
-		return silentExit(exitFailure)
+		return named("manifest_invalid", silentExit(exitFailure, fmt.Sprintf("%s: %s", r.Source, plural(r.Errors, "error", "errors"))))
 	}
 	return nil
 }
 
 type statsJSON struct {
-	Source                string         `json:"source"`
+	Source                string         `json:"manifest"`
 	Dispatches            int            `json:"dispatches"`
 	ByStatus              map[string]int `json:"by_status"`
 	InputChars            int64          `json:"input_chars"`

@@ -143,14 +143,12 @@ func printDoc(o *options, doc *node.Object) error {
 	return err
 }
 
-// nodeFail gives a node error its exit code and hints and, with --json, prints
-// it as the command's one document: {"error": {code, exit, message, hints,
-// freshness, details}}.
+// nodeFail gives a node error its exit code and hints; under --json run prints
+// it as the error document, with the node's freshness, run and node as details.
 func nodeFail(c *cli.Context, run string, err error, hints ...string) error {
 	if err == nil {
 		return nil
 	}
-	o := opts(c)
 	var ne *node.Error
 	if errors.As(err, &ne) {
 		switch {
@@ -164,59 +162,7 @@ func nodeFail(c *cli.Context, run string, err error, hints ...string) error {
 			err = withHint(err, append(hints, "rewind node list "+run+" lists the run's nodes, snapshots and replays")...)
 		}
 	}
-	if !o.JSON {
-		return err
-	}
-	code, hints := classify(err)
-	var ce *cliError
-	if errors.As(err, &ce) {
-		if ce.code != 0 {
-			code = ce.code
-		}
-		hints = append(append([]string(nil), ce.hints...), hints...)
-	}
-	e := node.NewObject()
-	name := "error"
-	if code == exitUsage {
-		name = "usage"
-	}
-	msg := err.Error()
-	var freshness, details any
-	if ne != nil {
-		name, msg = ne.Code, ne.Message
-		if ne.Freshness != "" {
-			freshness = ne.Freshness
-		}
-		// Every node error names its run, and its node when it is about one.
-		d := node.NewObject()
-		d.Set("runId", nullIfEmpty(ne.RunID))
-		d.Set("nodeId", nullIfEmpty(ne.NodeID))
-		details = d
-	}
-	hl := make([]any, len(hints))
-	for i, h := range hints {
-		hl[i] = h
-	}
-	e.Set("code", name)
-	e.Set("exit", float64(code))
-	e.Set("message", msg)
-	e.Set("hints", hl)
-	e.Set("freshness", freshness)
-	e.Set("details", details)
-	doc := node.NewObject()
-	doc.Set("error", e)
-	if werr := printDoc(o, doc); werr != nil {
-		return werr
-	}
 	return err
-}
-
-// nullIfEmpty is s, or JSON null for "".
-func nullIfEmpty(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }
 
 func nodeList(c *cli.Context) error {

@@ -90,6 +90,9 @@ func (o *options) confirm(question string) error {
 }
 
 func isTerminal(v any) bool {
+	if cw, ok := v.(*countingWriter); ok { // run's stdout, counted for --json
+		v = cw.w
+	}
 	f, ok := v.(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }

@@ -203,8 +203,49 @@ func pipelineStart(c *cli.Context) error {
 			o.notef("archived its dispatch marker as %s", p)
 		}
 	}
+	if o.JSON {
+		var archived *string
+		if res.Archived != "" {
+			archived = &res.Archived
+		}
+		return writeJSON(o, pipelineStartJSON{markerToJSON(scratch, m), res.Resumed, archived, nonNil(res.ArchivedDispatch)})
+	}
 	fmt.Fprintln(o.Stdout, m.DispatchDir)
 	return nil
+}
+
+// markerJSON is a pipeline's marker (.pipeline-active) in --json output: null
+// for what it does not record.
+type markerJSON struct {
+	PipelineID  string  `json:"pipeline_id"`
+	Skill       *string `json:"skill"`
+	Phase       *string `json:"phase"`
+	StartTime   *string `json:"start_time"`
+	ScratchDir  string  `json:"scratch_dir"`
+	DispatchDir *string `json:"dispatch_dir"`
+	Branch      *string `json:"branch"`
+	BaselineSHA *string `json:"baseline_sha"`
+	PID         *int64  `json:"pid"`
+	Host        *string `json:"host"`
+}
+
+func markerToJSON(scratch string, m *manifest.Marker) markerJSON {
+	j := markerJSON{PipelineID: m.PipelineID, Skill: strPtr(m.Skill), Phase: strPtr(m.Phase), StartTime: strPtr(m.StartTime),
+		ScratchDir: scratch, DispatchDir: strPtr(m.DispatchDir), Branch: m.Branch, BaselineSHA: m.BaselineSHA, Host: strPtr(m.Host)}
+	if m.PID > 0 {
+		pid := m.PID
+		j.PID = &pid
+	}
+	return j
+}
+
+// pipelineStartJSON is `pipeline start --json`: the marker written, and what
+// happened to a marker that was there.
+type pipelineStartJSON struct {
+	Marker           markerJSON `json:"marker"`
+	Resumed          bool       `json:"resumed"`
+	ArchivedMarker   *string    `json:"archived_marker"`
+	ArchivedDispatch []string   `json:"archived_dispatch_markers"`
 }
 
 func prevID(m *manifest.Marker) string {
@@ -252,8 +293,12 @@ func pipelinePhase(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := manifest.SetPhase(scratch, c.Args().First()); err != nil {
+	m, err := manifest.SetPhase(scratch, c.Args().First())
+	if err != nil {
 		return markerError(err)
+	}
+	if o := opts(c); o.JSON {
+		return writeJSON(o, map[string]any{"marker": markerToJSON(scratch, m)})
 	}
 	return nil
 }
@@ -302,7 +347,13 @@ func pipelineFinish(c *cli.Context) error {
 	if err != nil {
 		return markerError(err)
 	}
-	fmt.Fprintln(o.Stdout, res.Message)
+	if o.JSON {
+		if err := writeJSON(o, pipelineFinishJSON{markerToJSON(scratch, res.Marker), c.Bool("failed"), res.Message, res.DirGone, res.NoLedger}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(o.Stdout, res.Message)
+	}
 	if res.NoLedger && strings.HasPrefix(res.Message, "copied") {
 		o.notef("note: the run never had a receipt ledger: receipt-ledger.jsonl, one receipt per accepted dispatch, is written by crucible's skills, not by rewind; the copy holds the manifest alone")
 		o.hintf("readers of the finished run's receipts (crucible's post-run consumers) find none; rewind replay of it verifies commits and takes output dispatches on their manifest status, since the result files went with the dispatch directory")
@@ -310,22 +361,35 @@ func pipelineFinish(c *cli.Context) error {
 	return nil
 }
 
+// statusJSON is `pipeline status --json`; every field is there, null when the
+// marker (or the manifest) does not say.
+// pipelineFinishJSON is `pipeline finish --json`: the marker removed, and the
+// cleanup's message (dispatch.py's).
+type pipelineFinishJSON struct {
+	Marker   markerJSON `json:"marker"`
+	Failed   bool       `json:"failed"`
+	Message  string     `json:"message"`
+	DirGone  bool       `json:"dispatch_dir_gone"`
+	NoLedger bool       `json:"no_ledger"`
+}
+
 type statusJSON struct {
 	Active        bool    `json:"active"`
 	State         string  `json:"state"`
+	Why           *string `json:"why"`
 	Scratch       string  `json:"scratch_dir"`
-	PipelineID    string  `json:"pipeline_id,omitempty"`
-	Skill         string  `json:"skill,omitempty"`
-	Phase         string  `json:"phase,omitempty"`
-	StartTime     string  `json:"start_time,omitempty"`
+	PipelineID    *string `json:"pipeline_id"`
+	Skill         *string `json:"skill"`
+	Phase         *string `json:"phase"`
+	StartTime     *string `json:"start_time"`
 	AgeS          *int64  `json:"age_s"`
 	PID           *int64  `json:"pid"`
 	Host          *string `json:"host"`
-	DispatchDir   string  `json:"dispatch_dir,omitempty"`
+	DispatchDir   *string `json:"dispatch_dir"`
 	Branch        *string `json:"branch"`
 	CurrentBranch *string `json:"current_branch"`
 	BaselineSHA   *string `json:"baseline_sha"`
-	Manifest      string  `json:"manifest,omitempty"`
+	Manifest      *string `json:"manifest"`
 	Dispatches    int     `json:"dispatches"`
 	InFlight      []int64 `json:"in_flight"`
 }
@@ -401,8 +465,8 @@ func pipelineStatus(c *cli.Context) error {
 	current, _, _ := projectHead(c)
 	session := c.String("session")
 	state, why := pipelineState(m, session, hostname())
-	doc := statusJSON{Active: state == "running" || state == "unfinished", State: state, Scratch: scratch, PipelineID: m.PipelineID, Skill: m.Skill,
-		Phase: m.Phase, StartTime: m.StartTime, DispatchDir: m.DispatchDir, Branch: m.Branch, CurrentBranch: current,
+	doc := statusJSON{Active: state == "running" || state == "unfinished", State: state, Why: &why, Scratch: scratch, PipelineID: strPtr(m.PipelineID), Skill: strPtr(m.Skill),
+		Phase: strPtr(m.Phase), StartTime: strPtr(m.StartTime), DispatchDir: strPtr(m.DispatchDir), Branch: m.Branch, CurrentBranch: current,
 		BaselineSHA: m.BaselineSHA, InFlight: []int64{}}
 	if m.PID > 0 {
 		pid := m.PID
@@ -420,7 +484,7 @@ func pipelineStatus(c *cli.Context) error {
 	}
 	if loc, err := manifest.Locate(scratch); err == nil {
 		if ix, err := manifest.Open(loc.Path); err == nil {
-			doc.Manifest = loc.Path
+			doc.Manifest = &loc.Path
 			doc.Dispatches = ix.Seqs()
 			doc.InFlight = append(doc.InFlight, ix.InFlight()...)
 			ix.Close()
@@ -441,7 +505,7 @@ func pipelineStatus(c *cli.Context) error {
 	fmt.Fprintf(w, "baseline: %s\n", ptrOr(m.BaselineSHA, "(unknown)"))
 	fmt.Fprintf(w, "scratch: %s\n", scratch)
 	fmt.Fprintf(w, "dispatch dir: %s\n", orDash(m.DispatchDir))
-	if doc.Manifest == "" {
+	if doc.Manifest == nil {
 		fmt.Fprintf(w, "dispatches: none recorded\n")
 	} else {
 		line := fmt.Sprintf("dispatches: %d", doc.Dispatches)

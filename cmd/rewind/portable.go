@@ -93,59 +93,13 @@ func shareCommands() []*cli.Command {
 	}
 }
 
-// portableFail prints err as the command's one JSON document under --json
-// ({"error": {"code", "exit", "message", "hints", "details"}}, details null),
-// and returns it for run to report on stderr. code names the error ("" to
-// derive it from the error and its exit code).
-func portableFail(c *cli.Context, err error, code string) error {
-	o := opts(c)
-	if err == nil || !o.JSON {
+// portableFail gives err the error document's code: code, or for "" the one
+// report derives from it (README, Portable runs).
+func portableFail(_ *cli.Context, err error, code string) error {
+	if err == nil || code == "" {
 		return err
 	}
-	exit, hints := classify(err)
-	var ce *cliError
-	if errors.As(err, &ce) {
-		if ce.code != 0 {
-			exit = ce.code
-		}
-		hints = append(append([]string(nil), ce.hints...), hints...)
-	}
-	if code == "" {
-		code = portableCode(err, exit)
-	}
-	if hints == nil {
-		hints = []string{}
-	}
-	if werr := writeJSON(o, map[string]any{"error": map[string]any{"code": code, "exit": exit, "message": err.Error(), "hints": hints, "details": nil}}); werr != nil {
-		return werr
-	}
-	return err
-}
-
-// portableCode is the error document's code for an error of these commands
-// (README, Portable runs); others by their exit code.
-func portableCode(err error, exit int) string {
-	switch {
-	case errors.Is(err, checkpoint.ErrBadBundle), errors.Is(err, portable.ErrBadMeta):
-		return "bundle_invalid"
-	case errors.Is(err, checkpoint.ErrNoProjectID):
-		return "no_project_id"
-	case errors.Is(err, checkpoint.ErrRemote):
-		return "remote_failed"
-	}
-	switch exit {
-	case exitUsage:
-		return "usage"
-	case exitConfirm:
-		return "confirmation_needed"
-	case exitGuard:
-		return "guard"
-	case exitBusy:
-		return "busy"
-	case exitInterrupted:
-		return "interrupted"
-	}
-	return "failure"
+	return named(code, err)
 }
 
 // portableErr maps the portable errors to exit codes.

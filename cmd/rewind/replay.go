@@ -324,10 +324,12 @@ func replayRun(c *cli.Context) error {
 		o.notef("note: the run leaves no result files and no receipt-ledger entries; %s taken on %s manifest status (seq %s)",
 			plural(n, "output dispatch", "output dispatches"), pick(n, "its", "their"), joinInts(verification.NoEvidence))
 	}
+	run := newReplayOutcome(replayMode(c.Bool("dry-run"), c.String("exec")))
 	if plan.Complete {
 		o.notef("nothing to resume: every dispatch completed and was verified")
 		if o.JSON {
-			return writeJSON(o, planJSON(report))
+			run.result = "nothing_to_resume"
+			return writeJSON(o, replayDoc(report, run))
 		}
 		return nil
 	}
@@ -356,7 +358,8 @@ func replayRun(c *cli.Context) error {
 			report.Writes, report.Removes = preview.Write, preview.Remove
 		}
 		if o.JSON {
-			return writeJSON(o, planJSON(report))
+			run.result = "planned"
+			return writeJSON(o, replayDoc(report, run))
 		}
 		_, err := fmt.Fprint(o.Stdout, replay.RenderDryRun(report))
 		return err
@@ -412,7 +415,9 @@ func replayRun(c *cli.Context) error {
 			noteHeadMoved(o, res)
 		}
 		restored, removed = res.Write, res.Remove
+		run.restored, run.headMoved = res, head != nil
 	}
+	run.session = session
 
 	jobs, err := rd.Write(plan.Redo)
 	if err != nil {
@@ -451,14 +456,30 @@ func replayRun(c *cli.Context) error {
 	if err := manifest.WriteFileAtomic(csbPath, []byte(csb), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprint(o.Stdout, csb)
+	run.csbFile, run.csb = csbPath, csb
+	if !o.JSON {
+		fmt.Fprint(o.Stdout, csb)
+	}
 
 	waves := replay.Waves(jobs, planCps)
+	run.waves = waves
 	if c.String("exec") == "" {
+		if o.JSON {
+			run.result = "delegated"
+			return writeJSON(o, replayDoc(report, run))
+		}
 		printDelegatePlan(o, src, session, report.Skill, waves)
 		return nil
 	}
-	return runReplay(c, store, src, session, report.Skill, waves, path)
+	err = runReplay(c, store, src, session, report.Skill, waves, path, run)
+	if o.JSON && (err == nil || run.result == "stopped") {
+		// A stopped replay's document says what ran and what failed; its
+		// exit code stays 1.
+		if werr := writeJSON(o, replayDoc(report, run)); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return err
 }
 
 // exitUsageIf gives plan errors caused by a bad flag (an unknown phase or seq)
@@ -599,7 +620,7 @@ func printDelegatePlan(o *options, src *replaySource, session, skill string, wav
 // runReplay runs the waves through --exec, recording each outcome in the
 // manifest, taking a checkpoint at each boundary crossed, and stopping at the
 // first wave with a failed dispatch.
-func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, session, skill string, waves []replay.Wave, path string) error {
+func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, session, skill string, waves []replay.Wave, path string, run *replayOutcome) error {
 	o := opts(c)
 	r := replay.Runner{Command: c.String("exec"), WorkTree: o.WorkTree, DispatchDir: src.dispatchDir,
 		Session: session, Jobs: c.Int("jobs")}
@@ -612,6 +633,7 @@ func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, sessi
 				return err
 			}
 			o.notef("checkpoint %s %s", made.Checkpoint.Short(), w.Checkpoint)
+			run.taken[i] = made.Checkpoint
 		}
 		// The wave is dispatched now: its files say so, for a later replay to
 		// compare with the checkpoint just taken.
@@ -626,6 +648,7 @@ func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, sessi
 			_, err := manifest.After(src.dispatchDir, manifest.Completion{Seq: int64(out.Job.Seq), Status: out.Status,
 				Summary: &summary, OutputChars: &chars, Duration: &dur}, o.Stderr)
 			o.notef("seq %d (%s, replays %d): %s", out.Job.Seq, orDash(out.Job.From.Role), out.Job.ReplayOf, out.Status)
+			run.outcomes[out.Job.Seq] = out
 			return err
 		})
 		if err != nil {
@@ -669,13 +692,16 @@ func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, sessi
 					o.warnf("%v", err)
 				}
 				o.notef("seq %d (%s, replays %d): not sent", j.Seq, orDash(j.From.Role), j.ReplayOf)
+				run.outcomes[j.Seq] = replay.Outcome{Job: j, NotSent: true}
 			}
+			run.result, run.completed = "stopped", done
 			return withHint(exitErrorf(exitFailure, "seq %d (%s, phase %s) failed (exit status %d); the replay stopped with its state recorded in the manifest",
 				failed.Job.Seq, orDash(failed.Job.From.Role), orDash(failed.Job.From.Phase), failed.ExitCode),
 				"resume it again: rewind replay "+path)
 		}
 	}
 	o.notef("replay %s complete: %d dispatches completed", session, done)
+	run.result, run.completed = "completed", done
 	return nil
 }
 
@@ -696,8 +722,12 @@ func planJSON(r replay.Report) map[string]any {
 	p := r.Plan
 	dispatch := func(d replay.Dispatch) map[string]any {
 		a := d.Latest()
-		return map[string]any{"seq": a.Seq, "original_seq": d.Seq(), "role": a.Role, "phase": d.Phase(),
-			"status": a.Status, "summary": a.Summary, "template": replay.Template(a), "time": a.Time.UTC().Format(time.RFC3339), "time_from": a.TimeFrom}
+		var when any // null: the manifest and the dispatch file say nothing
+		if !a.Time.IsZero() {
+			when = a.Time.UTC().Format(time.RFC3339)
+		}
+		return map[string]any{"seq": a.Seq, "original_seq": d.Seq(), "role": strPtr(a.Role), "phase": strPtr(d.Phase()),
+			"status": a.Status, "summary": strPtr(a.Summary), "template": strPtr(replay.Template(a)), "time": when, "time_from": strPtr(a.TimeFrom)}
 	}
 	skip, redo := []any{}, []any{}
 	for _, d := range p.Skip {
@@ -708,7 +738,7 @@ func planJSON(r replay.Report) map[string]any {
 	}
 	findings := []any{}
 	for _, f := range p.Findings {
-		findings = append(findings, map[string]any{"seq": f.Seq, "role": f.Role, "kind": string(f.Kind), "ok": f.OK, "detail": f.Detail})
+		findings = append(findings, map[string]any{"seq": f.Seq, "role": strPtr(f.Role), "kind": string(f.Kind), "ok": f.OK, "detail": f.Detail})
 	}
 	var restore any
 	if p.Restore != nil {
@@ -720,9 +750,9 @@ func planJSON(r replay.Report) map[string]any {
 		started = r.Started.UTC().Format(time.RFC3339)
 	}
 	return map[string]any{
-		"complete": p.Complete, "source": r.Source, "skill": r.Skill, "session": r.Session, "started": started,
-		"crashed_at":   map[string]any{"phase": p.CrashPhase, "context": p.CrashContext},
-		"resume_phase": p.ResumePhase, "restore": restore, "fallback": p.Fallback, "desired_checkpoint": p.Desired,
+		"complete": p.Complete, "manifest": r.Source, "skill": strPtr(r.Skill), "session": strPtr(r.Session), "started": started,
+		"crashed_at":   map[string]any{"phase": strPtr(p.CrashPhase), "context": strPtr(p.CrashContext)},
+		"resume_phase": strPtr(p.ResumePhase), "restore": restore, "fallback": p.Fallback, "desired_checkpoint": strPtr(p.Desired),
 		"skip": skip, "redo": redo, "findings": findings, "warnings": nonNil(p.Warnings),
 		"head_move": headMoveJSON(r.Head),
 	}

@@ -102,6 +102,6 @@ func headMoveJSON(m *replay.HeadMove) any {
 	if m.Branch != "" {
 		branch = m.Branch
 	}
-	return map[string]any{"branch": branch, "from": m.From, "to": m.To, "leaving": leaving,
+	return map[string]any{"branch": branch, "from_id": m.From, "to_id": m.To, "leaving": leaving,
 		"undo": m.Undo, "refused": refused}
 }

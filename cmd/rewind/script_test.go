@@ -18,7 +18,7 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 // checking that the project's .git is left as it was (see guardProject).
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"rewind": func() { os.Exit(guardProject(os.Args, run)) },
+		"rewind": func() { os.Exit(guardProject(os.Args, schemaChecked(run))) },
 	})
 }
 
@@ -30,6 +30,13 @@ const (
 )
 
 func TestScripts(t *testing.T) {
+	schemas, err := filepath.Abs(filepath.Join("..", "..", "schemas"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemaLog := t.TempDir()
+	// After every script: they run in parallel, after this function returns.
+	t.Cleanup(func() { checkSchemaLog(t, schemaLog) })
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("..", "..", "testdata", "scripts"),
 		UpdateScripts:       os.Getenv("REWIND_UPDATE") != "",
@@ -51,6 +58,10 @@ func TestScripts(t *testing.T) {
 				// script itself runs: this host, and the test process (rewind's
 				// parent) as the pipeline's process.
 				"SCRIPT_HOST="+host,
+				// Every --json output is checked against its schema (see
+				// scriptschema_test.go).
+				schemaDirEnv+"="+schemas,
+				schemaLogEnv+"="+schemaLog,
 				"SCRIPT_PID="+strconv.Itoa(os.Getpid()),
 				"HOME="+home,
 				"XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
@@ -76,4 +87,14 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 	})
+}
+
+// checkSchemaLog fails the test for each --json output of a script that did
+// not fit its schema (the script's rewind exited 97 too).
+func checkSchemaLog(t *testing.T, dir string) {
+	files, _ := filepath.Glob(filepath.Join(dir, "failure-*"))
+	for _, f := range files {
+		msg, _ := os.ReadFile(f)
+		t.Errorf("schema check: %s", msg)
+	}
 }

@@ -172,7 +172,7 @@ func skillsDiff(c *cli.Context) error {
 		}
 	}
 	if differ && c.Bool("exit-code") {
-		return silentExit(exitFailure)
+		return silentExit(exitFailure, "an install would change the skills")
 	}
 	return nil
 }

@@ -97,9 +97,8 @@ type stateOutput struct {
 	text func(w io.Writer)
 }
 
-// stateAction prints a command's output, and under --json turns an error
-// into the error document when the command printed none, so --json always
-// gives exactly one document.
+// stateAction prints a command's output; an error with no output is printed
+// by run (under --json as the error document).
 func stateAction(fn func(*cli.Context) (*stateOutput, error)) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		o := opts(c)
@@ -117,51 +116,8 @@ func stateAction(fn func(*cli.Context) (*stateOutput, error)) cli.ActionFunc {
 				}
 			}
 		}
-		if err != nil && o.JSON && out == nil {
-			writeJSON(o, stateErrorDoc(err))
-		}
 		return err
 	}
-}
-
-type stateErrorJSON struct {
-	Error struct {
-		Code    string   `json:"code"`
-		Exit    int      `json:"exit"`
-		Message string   `json:"message"`
-		Hints   []string `json:"hints"`
-	} `json:"error"`
-}
-
-// stateErrorDoc is the --json form of an error: the exit code and hints report
-// gives it.
-func stateErrorDoc(err error) stateErrorJSON {
-	code, hints := classify(err)
-	var ce *cliError
-	if errors.As(err, &ce) {
-		if ce.code != 0 {
-			code = ce.code
-		}
-		hints = append(append([]string{}, ce.hints...), hints...)
-	}
-	var doc stateErrorJSON
-	doc.Error.Exit, doc.Error.Message, doc.Error.Hints = code, err.Error(), hints
-	if doc.Error.Hints == nil {
-		doc.Error.Hints = []string{}
-	}
-	switch {
-	case code == exitUsage:
-		doc.Error.Code = "usage"
-	case code == exitGuard:
-		doc.Error.Code = "guard"
-	case errors.Is(err, state.ErrCorrupt):
-		doc.Error.Code = "corrupt_state"
-	case errors.Is(err, state.ErrNoState):
-		doc.Error.Code = "no_state"
-	default:
-		doc.Error.Code = "failure"
-	}
-	return doc
 }
 
 // stateError gives the domain's errors their exit codes and hints.
@@ -313,7 +269,7 @@ type statePlaybookJSON struct {
 	ReopenedStages     []string           `json:"reopened_stages"`
 	NotesLine          *int               `json:"notes_line"`
 	Findings           []stateFindingJSON `json:"findings"`
-	Written            *string            `json:"written"`
+	Written            *string            `json:"written_file"`
 	Note               *string            `json:"note"`
 }
 
@@ -546,7 +502,7 @@ func stateResume(c *cli.Context) (*stateOutput, error) {
 	}
 	switch d.Decision {
 	case state.DecisionBlocked:
-		// --json prints the decision, as check does (written and note null);
+		// --json prints the decision, as check does (written_file and note null);
 		// the text form says it all on stderr.
 		if o.JSON {
 			return statePlaybookOutput(d), statePlaybookBlocked(d)
@@ -572,7 +528,7 @@ type stateRecoverJSON struct {
 	StateDir           string            `json:"state_dir"`
 	Repairs            []stateRepairJSON `json:"repairs"`
 	ClearedInterrupted bool              `json:"cleared_interrupted"`
-	Written            []string          `json:"written"`
+	Written            []string          `json:"written_files"`
 }
 
 type stateRepairJSON struct {

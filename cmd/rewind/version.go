@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"strings"
@@ -24,8 +23,9 @@ func versionCommand() *cli.Command {
 			}
 			gitVersion, gitErr := gitexec.Version(c.Context)
 			if o.JSON {
-				doc := map[string]any{"version": version, "go": runtime.Version(), "platform": runtime.GOOS + "/" + runtime.GOARCH, "git": gitVersion}
-				if err := json.NewEncoder(o.Stdout).Encode(doc); err != nil {
+				// git: null when no git was found (a git too old is named).
+				doc := map[string]any{"version": version, "go": runtime.Version(), "platform": runtime.GOOS + "/" + runtime.GOARCH, "git": strPtr(gitVersion)}
+				if err := writeJSON(o, doc); err != nil {
 					return err
 				}
 				return gitErr
