@@ -219,6 +219,7 @@ func replayRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	attempts = replay.WorkTreeTimeline(attempts)
 
 	skill := ""
 	if src.marker != nil {
