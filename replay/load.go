@@ -112,14 +112,21 @@ func phaseText(v any) string {
 	return string(b)
 }
 
-// WorkTreeTimeline drops the attempts of A/B replay arms: they ran in clones
-// of the project, so they say nothing of what the project's own work tree
-// holds, and a resume must neither take them for redone work nor wait for
-// those still in flight.
+// WorkTreeTimeline drops the attempts of A/B replay arms, and those an
+// arm's agent recorded under its run's replay session: they ran in clones of
+// the project, so they say nothing of what the project's own work tree holds,
+// and a resume must neither take them for redone work nor wait for those
+// still in flight.
 func WorkTreeTimeline(attempts []Attempt) []Attempt {
+	armSessions := map[string]bool{}
+	for _, a := range attempts {
+		if a.Arm != "" && a.ReplaySession != "" {
+			armSessions[a.ReplaySession] = true
+		}
+	}
 	out := attempts[:0:0]
 	for _, a := range attempts {
-		if a.Arm == "" {
+		if a.Arm == "" && !armSessions[a.ReplaySession] {
 			out = append(out, a)
 		}
 	}

@@ -132,7 +132,6 @@ func lineDiff(a, b string) string {
 	return ""
 }
 
-
 func FuzzMutate(f *testing.F) {
 	f.Add("Review [task].\n\n## A\n\nx\n", "Review 3.\n\n## A\n\nx\n\n## B\n\ny\n", "[task] again\n")
 	f.Add("", "", "")
