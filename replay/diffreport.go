@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -491,8 +492,7 @@ func acceptanceCell(runs []RunStats) string {
 
 func fmtMetric(m string, v float64) string {
 	if m == "wall_clock_s" {
-		d := time.Duration(v) * time.Second
-		return fmt.Sprintf("%dh %dm %ds", int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60)
+		return Elapsed(time.Duration(v * float64(time.Second)))
 	}
 	return trimFloat(v)
 }
@@ -532,19 +532,78 @@ func fmtDelta(m string, d float64) string {
 }
 
 // DiffRecord is the replay-diff line appended to replay-diff.jsonl: the seed's
-// record, plus control_session, arm and repeat when they apply.
+// record, plus control_session, arm and repeat when they apply. Keys keep the
+// seed's order.
 type DiffRecord struct {
-	Type            string         `json:"type"`
-	OriginalSession string         `json:"original_session"`
-	ReplaySession   string         `json:"replay_session"`
-	Mutations       []string       `json:"mutations"`
-	Metrics         map[string]any `json:"metrics"`
-	Outcome         map[string]any `json:"outcome"`
-	ArtifactDiff    map[string]any `json:"artifact_diff"`
-	ControlSession  *string        `json:"control_session,omitempty"`
-	Arm             string         `json:"arm"`
-	Repeat          int            `json:"repeat"`
+	OriginalSession string
+	ReplaySession   string
+	Mutations       []string
+	Metrics         Ordered
+	Outcome         Ordered
+	ArtifactDiff    Ordered // nil: null
+	ControlSession  *string
+	Arm             string
+	Repeat          int
 }
+
+// Ordered is a JSON object whose keys keep their order.
+type Ordered []KV
+
+// KV is one key of an Ordered object.
+type KV struct {
+	Key   string
+	Value any
+}
+
+// MarshalJSON writes the object with its keys in order (and <, >, & as they are).
+func (o Ordered) MarshalJSON() ([]byte, error) {
+	if o == nil {
+		return []byte("null"), nil
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, kv := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := marshalPlain(kv.Key)
+		if err != nil {
+			return nil, err
+		}
+		v, err := marshalPlain(kv.Value)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func marshalPlain(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// Object is the record as an ordered JSON object.
+func (r DiffRecord) Object() Ordered {
+	o := Ordered{{"type", "replay-diff"}, {"original_session", r.OriginalSession}, {"replay_session", r.ReplaySession},
+		{"mutations", r.Mutations}, {"metrics", r.Metrics}, {"outcome", r.Outcome}, {"artifact_diff", r.ArtifactDiff}}
+	if r.ControlSession != nil {
+		o = append(o, KV{"control_session", *r.ControlSession})
+	}
+	return append(o, KV{"arm", r.Arm}, KV{"repeat", r.Repeat})
+}
+
+// Line is the record as one JSON line.
+func (r DiffRecord) Line() ([]byte, error) { return r.Object().MarshalJSON() }
 
 // DiffRecords are the records of an experiment: one per mutated run, against
 // the control run of the same repeat when there is one. artifact gives the
@@ -562,32 +621,24 @@ func DiffRecords(ex *Experiment, artifact func(mutated RunStats) *ArtifactStat) 
 	}
 	var out []DiffRecord
 	for _, m := range ex.ArmRuns(ArmMutated) {
-		rec := DiffRecord{Type: "replay-diff", OriginalSession: ex.Original, ReplaySession: m.Session,
+		rec := DiffRecord{OriginalSession: ex.Original, ReplaySession: m.Session,
 			Mutations: append([]string{}, ex.Mutations...), Arm: m.Arm, Repeat: m.Repeat,
-			Metrics: map[string]any{
-				"original_dispatches": ex.Orig.Dispatches, "replayed_dispatches": m.Dispatches,
-				"original_gate_rounds": ex.Orig.GateRounds, "replayed_gate_rounds": m.GateRounds,
-				"original_duration_m": minutes(ex.Orig), "replayed_duration_m": minutes(m),
-			},
-			Outcome: map[string]any{"original": ex.Orig.Acceptance, "replayed": m.Acceptance},
+			Metrics: Ordered{{"original_dispatches", ex.Orig.Dispatches}, {"replayed_dispatches", m.Dispatches},
+				{"original_gate_rounds", ex.Orig.GateRounds}, {"replayed_gate_rounds", m.GateRounds},
+				{"original_duration_m", minutes(ex.Orig)}, {"replayed_duration_m", minutes(m)}},
+			Outcome: Ordered{{"original", ex.Orig.Acceptance}, {"replayed", m.Acceptance}},
 		}
 		if c, ok := control[m.Repeat]; ok {
 			s := c.Session
 			rec.ControlSession = &s
-			rec.Metrics["control_dispatches"] = c.Dispatches
-			rec.Metrics["control_gate_rounds"] = c.GateRounds
-			rec.Metrics["control_duration_m"] = minutes(c)
-			rec.Outcome["control"] = c.Acceptance
+			rec.Metrics = append(rec.Metrics, KV{"control_dispatches", c.Dispatches}, KV{"control_gate_rounds", c.GateRounds},
+				KV{"control_duration_m", minutes(c)})
+			rec.Outcome = append(rec.Outcome, KV{"control", c.Acceptance})
 		}
 		if a := artifact(m); a != nil {
-			rec.ArtifactDiff = map[string]any{"files_changed": a.Files, "insertions": a.Ins, "deletions": a.Dels}
+			rec.ArtifactDiff = Ordered{{"files_changed", a.Files}, {"insertions", a.Ins}, {"deletions", a.Dels}}
 		}
 		out = append(out, rec)
 	}
 	return out
-}
-
-// Line is the record as one JSON line (keys of metrics and outcome sorted).
-func (r DiffRecord) Line() ([]byte, error) {
-	return json.Marshal(r)
 }

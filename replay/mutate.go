@@ -343,14 +343,16 @@ func Mutate(orig, body, repl string) Mutation {
 		return fallback(tmpl, bodyLines, repl, res)
 	}
 
-	// The template lines the orchestrator left out (a template's title and
-	// usage notes around its prompt block) are left out of REPL too, where
-	// REPL has them before its first or after its last line of content (a
-	// line the original carried, or one of REPL's own), with the blank lines
-	// out there.
+	// The template lines the orchestrator left out around what it used (a
+	// template's title, usage notes and the code block its prompt sits in)
+	// are left out of REPL too: REPL's lines before its first line the
+	// original carried, up to the last of them the orchestrator left out of
+	// the original ("prompt: |", the opening fence), go; so do its lines
+	// after its last carried line from the first the orchestrator left out
+	// (the closing fence). REPL's own new lines in between stay.
 	kept, dropped := map[string]bool{}, map[string]bool{}
 	for i, t := range tmpl {
-		if t.trim == "" {
+		if t.trim == "" || t.block != "" {
 			continue
 		}
 		if a.kept[i] {
@@ -359,13 +361,43 @@ func Mutate(orig, body, repl string) Mutation {
 			dropped[t.trim] = true
 		}
 	}
+	carried := func(t tline) bool {
+		return t.trim != "" && (kept[t.trim] || t.block != "" && a.fillings[t.block] != nil)
+	}
 	first, last := -1, -1
 	for i, t := range r {
-		if t.trim != "" && (kept[t.trim] || !dropped[t.trim]) {
+		if carried(t) {
 			if first < 0 {
 				first = i
 			}
 			last = i
+		}
+	}
+	skip := make([]bool, len(r))
+	if first >= 0 {
+		cut := -1
+		for i := 0; i < first; i++ {
+			if dropped[r[i].trim] {
+				cut = i
+			}
+		}
+		for i := 0; i <= cut; i++ {
+			skip[i] = true
+		}
+		for i := cut + 1; i < first && strings.TrimSpace(r[i].text) == ""; i++ {
+			skip[i] = true
+		}
+		cut = len(r)
+		for i := len(r) - 1; i > last; i-- {
+			if dropped[r[i].trim] {
+				cut = i
+			}
+		}
+		for i := cut; i < len(r); i++ {
+			skip[i] = true
+		}
+		for i := cut - 1; i > last && strings.TrimSpace(r[i].text) == ""; i-- {
+			skip[i] = true
 		}
 	}
 
@@ -402,7 +434,7 @@ func Mutate(orig, body, repl string) Mutation {
 		}
 	}
 	for i, t := range r {
-		if first >= 0 && (i < first || i > last) && (dropped[t.trim] || t.trim == "") {
+		if skip[i] {
 			continue
 		}
 		switch {
