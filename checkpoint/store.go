@@ -310,7 +310,7 @@ func Adopt(ctx context.Context, o AdoptOptions) (*Adopted, error) {
 // objects/, refs/, info/, the procedure's index) and checkpoint-manifest.md sit
 // beside rewind's, whose names all start with "rewind-", a name neither git nor
 // the procedure uses.
-func (s *Store) gitDir() string        { return s.Dir }
+func (s *Store) gitDir() string { return s.Dir }
 func (s *Store) indexFile() string {
 	if s.index != "" {
 		return s.index
