@@ -141,3 +141,11 @@ func (d DiffStat) String() string {
 	}
 	return fmt.Sprintf("%d %s changed, +%d/-%d lines", d.FilesChanged, files, d.Insertions, d.Deletions)
 }
+
+// indexOr is the index file CreateFrom set, else def.
+func (s *Store) indexOr(def string) string {
+	if s.index != "" {
+		return s.index
+	}
+	return def
+}

@@ -310,13 +310,8 @@ func Adopt(ctx context.Context, o AdoptOptions) (*Adopted, error) {
 // objects/, refs/, info/, the procedure's index) and checkpoint-manifest.md sit
 // beside rewind's, whose names all start with "rewind-", a name neither git nor
 // the procedure uses.
-func (s *Store) gitDir() string { return s.Dir }
-func (s *Store) indexFile() string {
-	if s.index != "" {
-		return s.index
-	}
-	return filepath.Join(s.Dir, "rewind-index")
-}
+func (s *Store) gitDir() string        { return s.Dir }
+func (s *Store) indexFile() string     { return s.indexOr(filepath.Join(s.Dir, "rewind-index")) }
 func (s *Store) home() string          { return filepath.Join(s.Dir, "rewind-home") }
 func (s *Store) ownerFile() string     { return filepath.Join(s.Dir, "rewind-worktree") }
 func (s *Store) lockFile() string      { return filepath.Join(s.Dir, "rewind-lock") }
