@@ -475,11 +475,11 @@ func Mutate(orig, body, repl string) Mutation {
 }
 
 // fallback is REPL's text as it is, with the original's added sections
-// appended: the sections of the body (from a heading to the next) whose
-// heading the original template does not have.
+// appended: the sections of the body (from a heading to the next of its level)
+// whose heading neither the original template nor REPL has.
 func fallback(tmpl []tline, body []string, repl string, res Mutation) Mutation {
 	known := map[string]bool{}
-	for _, t := range tmpl {
+	for _, t := range append(tmpl, parseTemplate(repl)...) {
 		if t.heading > 0 {
 			known[t.trim] = true
 		}
