@@ -64,6 +64,7 @@ func (m MutationSpec) Uses(name string) bool {
 
 // TemplateFile is a template as read for an A/B replay.
 type TemplateFile struct {
+	Name     string    // its file name: red-team-prompt.md
 	Where    string    // its path, or REF:path for a pinned template
 	Text     string    //
 	Modified time.Time // the file's modification time, or the pinned commit's time
@@ -155,7 +156,7 @@ func (t *Templates) Find(ctx context.Context, name string) (TemplateFile, bool, 
 		if err != nil {
 			return TemplateFile{}, false, err
 		}
-		return TemplateFile{Where: p, Text: string(data), Modified: fi.ModTime()}, true, nil
+		return TemplateFile{Name: filepath.Base(p), Where: p, Text: string(data), Modified: fi.ModTime()}, true, nil
 	}
 	if name == "" || name != path.Base(name) {
 		return TemplateFile{}, false, nil
@@ -190,7 +191,7 @@ func (t *Templates) Find(ctx context.Context, name string) (TemplateFile, bool, 
 			if err != nil {
 				return TemplateFile{}, false, err
 			}
-			return TemplateFile{Where: t.refName + ":" + full, Text: string(data), Modified: t.refTime}, true, nil
+			return TemplateFile{Name: path.Base(full), Where: t.refName + ":" + full, Text: string(data), Modified: t.refTime}, true, nil
 		}
 	}
 	return TemplateFile{}, false, nil
@@ -244,11 +245,11 @@ func PlanMutations(ctx context.Context, redo []Dispatch, lookup []string, tmpl *
 		}
 		if found && !firstDispatch.IsZero() && tf.Modified.After(firstDispatch) && !stale[tf.Where] {
 			stale[tf.Where] = true
-			mp.Warnings = append(mp.Warnings, fmt.Sprintf("Template %s was modified after the original pipeline run. A/B comparison may be confounded by template changes unrelated to the mutation.", filepath.Base(tf.Where)))
+			mp.Warnings = append(mp.Warnings, fmt.Sprintf("Template %s was modified after the original pipeline run. A/B comparison may be confounded by template changes unrelated to the mutation.", tf.Name))
 		}
 		k := -1
 		for i, m := range muts {
-			if m.Uses(name) || found && filepath.Base(tf.Where) == m.Orig {
+			if m.Uses(name) || found && tf.Name == m.Orig {
 				k = i
 				break
 			}
@@ -291,7 +292,7 @@ func PlanMutations(ctx context.Context, redo []Dispatch, lookup []string, tmpl *
 			case found:
 				md.Path = PathFallback
 				mp.Warnings = append(mp.Warnings, fmt.Sprintf("template %s no longer aligns with seq %d's dispatch file (%.0f%% of its text found, %.0f%% needed): its body is replaced by %s, with the %s the orchestrator added appended",
-					filepath.Base(tf.Where), d.Seq(), 100*mut.Ratio, 100*MinAlignment, filepath.Base(m.Repl), plural(mut.Added, "section")))
+					tf.Name, d.Seq(), 100*mut.Ratio, 100*MinAlignment, filepath.Base(m.Repl), plural(mut.Added, "section")))
 			default:
 				md.Path = PathNoTemplate
 				mp.Warnings = append(mp.Warnings, fmt.Sprintf("the template of seq %d (%s.md or %s-prompt.md) is not found (pass --templates DIR): its placeholders cannot be recovered; its body is replaced by %s, with the %s the orchestrator added appended",
