@@ -78,9 +78,19 @@ type abInput struct {
 	firstTime time.Time
 }
 
-// abFail prints err as the --json document when asked, and returns it.
+// jsonWritten is an error whose --json document is on stdout already.
+type jsonWritten struct{ error }
+
+func (e jsonWritten) Unwrap() error { return e.error }
+
+// abFail prints err as the --json document when asked (unless one is out
+// already), and returns it.
 func abFail(c *cli.Context, err error) error {
 	o := opts(c)
+	var done jsonWritten
+	if errors.As(err, &done) {
+		return done.error
+	}
 	if err == nil || !o.JSON {
 		return err
 	}
@@ -296,7 +306,7 @@ func abRunInner(c *cli.Context, in abInput) error {
 		err := exitErrorf(exitFailure, "%s failed: %s (recorded in the manifest; the other runs went on)",
 			plural(len(failed), "run", "runs"), strings.Join(failed, ", "))
 		if o.JSON {
-			return &cliError{code: exitFailure, err: err, silent: false}
+			return jsonWritten{err} // the document above says it already
 		}
 		return err
 	}
