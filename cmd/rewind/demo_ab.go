@@ -82,7 +82,7 @@ func demoABRun(c *cli.Context) error {
 	}
 	old := demoTime(-60) // the templates predate the run: no staleness warning
 	for name, text := range map[string]string{
-		filepath.Join(templates, "implementer.md"): demoImplementerTemplate,
+		filepath.Join(templates, "implementer.md"):   demoImplementerTemplate,
 		filepath.Join(root, "implementer-tested.md"): demoTestedTemplate,
 	} {
 		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
