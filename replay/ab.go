@@ -373,6 +373,14 @@ func (s *ABSetup) Execute(ctx context.Context, run *ABRun, cmd string, now func(
 				return err
 			}
 			status, summary = out.Status, out.Summary
+			// The result goes beside the dispatch file kept in the pipeline's
+			// dispatch directory too: the arms may be removed.
+			result := strings.TrimSuffix(filepath.Base(j.DispatchFile), ".md") + "-result.md"
+			if data, err := os.ReadFile(filepath.Join(run.DispatchDir, result)); err == nil {
+				if err := manifest.WriteFileAtomic(filepath.Join(s.DispatchDir, result), data, 0o644); err != nil {
+					return err
+				}
+			}
 		}
 		c := manifest.Completion{Seq: int64(j.Seq), Status: status, Summary: &summary}
 		if out.Status != "" {

@@ -156,7 +156,11 @@ func abRunInner(c *cli.Context, in abInput) error {
 			doc["ab"] = abPlanJSON(mp, tmpl, arms, repeat)
 			return writeJSON(o, doc)
 		}
-		fmt.Fprint(o.Stdout, replay.RenderDryRun(in.report))
+		// The arms start from the checkpoint; the work tree is not restored.
+		text := replay.RenderDryRun(in.report)
+		text = strings.Replace(text, "## Checkpoint to restore\n", "## Checkpoint the arms start from\n", 1)
+		text = strings.Replace(text, "\nWould write (0):\nWould remove (0):\n", "The work tree is not restored: each arm is a clone of the project at the commit the checkpoint recorded, with the checkpoint's files on top.\n", 1)
+		fmt.Fprint(o.Stdout, text)
 		fmt.Fprint(o.Stdout, renderABPlan(mp, tmpl, arms, repeat))
 		return nil
 	}
