@@ -226,7 +226,9 @@ func recOf(l *Line, counts bool) lineRec {
 	r := lineRec{no: l.No, off: l.Off, n: len(l.Raw), kind: l.Kind, seq: l.Seq, seqOK: l.SeqOK, why: l.Why, replayOf: -1}
 	// Few lines are replays: a byte search spares the others a second parse.
 	if l.Kind == Entry && bytes.Contains(l.Raw, replayOfKey) {
-		if n, ok := intValue(gjson.Get(bstr(l.Raw), "replay_of")); ok && n >= 0 {
+		// An A/B replay's arm ran in a clone of the project: its entries
+		// replay nothing of the pipeline's own work tree.
+		if n, ok := intValue(gjson.Get(bstr(l.Raw), "replay_of")); ok && n >= 0 && gjson.Get(bstr(l.Raw), "arm").Type != gjson.String {
 			r.replayOf = n
 		}
 	}

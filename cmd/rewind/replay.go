@@ -268,7 +268,7 @@ func replayRun(c *cli.Context) error {
 		FromPhase: c.String("from-phase"), FromSeq: c.Int("from-seq"), NoRestore: c.Bool("no-restore"),
 	})
 	noteLegacyReplayed(o, attempts)
-	if plan != nil {
+	if plan != nil && muts == nil { // an A/B replay runs in arms, beside any replay of the work tree
 		if err := inFlightGuard(c, plan, path); err != nil {
 			return err
 		}
