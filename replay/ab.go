@@ -218,7 +218,7 @@ func (s *ABSetup) writeDispatches(run *ABRun) error {
 		name := fmt.Sprintf("%d-%s.md", seq, Template(a))
 		var content string
 		var mutation *string
-		if md := s.Mutations.for_(run.Arm, d.Seq()); md != nil {
+		if md := s.Mutations.mutatedFor(run.Arm, d.Seq()); md != nil {
 			h := Header{Template: Template(a), Pipeline: s.Skill, Phase: a.Phase, Task: TaskString(a.Task), DispatchDir: strings.TrimSuffix(s.DispatchDir, "/") + "/"}
 			if md.Header != nil {
 				h = *md.Header
@@ -261,9 +261,9 @@ func (s *ABSetup) writeDispatches(run *ABRun) error {
 	return appendArmRecord(s.DispatchDir, run)
 }
 
-// for_ is the mutated dispatch of original seq in arm (nil in the control
+// mutatedFor is the mutated dispatch of original seq in arm (nil in the control
 // arm, and for a dispatch no mutation applies to).
-func (mp *MutationPlan) for_(arm string, seq int) *MutatedDispatch {
+func (mp *MutationPlan) mutatedFor(arm string, seq int) *MutatedDispatch {
 	if mp == nil || arm != ArmMutated {
 		return nil
 	}
@@ -307,7 +307,7 @@ func ReadArmRecords(dir string) map[string]ABRun {
 	return out
 }
 
-// GateRoles are the roles whose dispatches are quality gate rounds.
+// IsGateRole reports whether dispatches of role are quality gate rounds.
 func IsGateRole(role string) bool {
 	switch role {
 	case "red-team", "quality-gate", "crucible-red-team":

@@ -332,7 +332,7 @@ func replayRun(c *cli.Context) error {
 	}
 	if muts != nil {
 		return abRun(c, abInput{src: src, plan: plan, report: report, store: store, muts: muts, path: path,
-			skill: skill, attempts: attempts, firstTime: earliest(plan.Dispatches)})
+			skill: skill, firstTime: earliest(plan.Dispatches)})
 	}
 	if plan.Complete {
 		o.notef("nothing to resume: every dispatch completed and was verified")

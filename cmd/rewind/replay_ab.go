@@ -74,7 +74,6 @@ type abInput struct {
 	muts      []replay.MutationSpec
 	path      string
 	skill     string
-	attempts  []replay.Attempt
 	firstTime time.Time
 }
 
