@@ -22,7 +22,7 @@ import (
 
 func abFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "mutate", Usage: "A/B replay: dispatches of template `ORIG=REPL` (a template file name) get REPL's text, with the original's placeholder fillings and added sections (repeatable)"},
+		&cli.StringSliceFlag{Name: "mutate", Usage: "A/B replay (`ORIG=REPL`, repeatable): the dispatches written from template file ORIG get REPL's text, with the original's placeholder fillings and added sections; a control arm and the mutated arm run in clones of the project"},
 		&cli.StringFlag{Name: "template-ref", Usage: "A/B replay: read the templates at `REF` of the git repository holding --templates DIR"},
 		&cli.IntFlag{Name: "repeat", Value: 1, Usage: "A/B replay: run each arm `N` times"},
 		&cli.BoolFlag{Name: "no-control", Usage: "A/B replay: run only the mutated arm (compared with the original run)"},
