@@ -2,6 +2,7 @@ package gitexec
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -54,6 +55,11 @@ func (a Arm) Clone(ctx context.Context, source string) error {
 
 // Run runs a git subcommand in the arm.
 func (a Arm) Run(ctx context.Context, args ...string) ([]byte, error) {
+	return a.RunInput(ctx, nil, args...)
+}
+
+// RunInput is Run with stdin.
+func (a Arm) RunInput(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
 	env := append(a.env(), "GIT_DIR="+filepath.Join(a.Dir, ".git"), "GIT_WORK_TREE="+a.Dir)
-	return output(ctx, a.Dir, env, nil, append(a.overrides(), args...))
+	return output(ctx, a.Dir, env, stdin, append(a.overrides(), args...))
 }

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -160,7 +161,27 @@ func (s *ABSetup) makeClone(ctx context.Context, run *ABRun, clone string) error
 	if _, err := arm.Run(ctx, "reset", "-q", "--mixed", target); err != nil {
 		return err
 	}
-	run.WorkTree = filepath.Join(clone, filepath.FromSlash(strings.TrimSuffix(strings.TrimSpace(string(prefix)), "/")))
+	// The work tree is a directory below the top level: outside it, the
+	// commit's files, as the project had them.
+	rel := strings.TrimSuffix(strings.TrimSpace(string(prefix)), "/")
+	if rel != "" {
+		list, err := arm.Run(ctx, "ls-files", "-z")
+		if err != nil {
+			return err
+		}
+		var outside []byte
+		for _, p := range strings.Split(string(list), "\x00") {
+			if p != "" && p != rel && !strings.HasPrefix(p, rel+"/") {
+				outside = append(append(outside, p...), 0)
+			}
+		}
+		if len(outside) > 0 {
+			if _, err := arm.RunInput(ctx, bytes.NewReader(outside), "checkout-index", "-f", "-z", "--stdin"); err != nil {
+				return err
+			}
+		}
+	}
+	run.WorkTree = filepath.Join(clone, filepath.FromSlash(rel))
 	if err := os.MkdirAll(run.WorkTree, 0o755); err != nil {
 		return err
 	}
