@@ -24,6 +24,13 @@ type Attempt struct {
 	// ReplaySession is the replay session that dispatched this attempt ("" for
 	// the original run).
 	ReplaySession string
+	Time          time.Time // when it was dispatched (for an inferred time: the earliest it can be)
+	TimeFrom      string    // "header", "mtime", "inferred" or "" (unknown)
+
+	// TimeMax is the latest the dispatch can have been sent: Time when known; for
+	// an inferred time, the next known time (zero: unbounded).
+	TimeMax time.Time
+
 	// Mutation, Arm and Repeat are an A/B replay's: the template mutation
 	// ("ORIG -> REPL", "" for none), the arm ("control" or "mutated") and the
 	// run's repeat number (0 when unset). Attempts of an arm ran in a clone of the
@@ -31,12 +38,6 @@ type Attempt struct {
 	Mutation string
 	Arm      string
 	Repeat   int
-	Time     time.Time // when it was dispatched (for an inferred time: the earliest it can be)
-	TimeFrom string    // "header", "mtime", "inferred" or "" (unknown)
-
-	// TimeMax is the latest the dispatch can have been sent: Time when known; for
-	// an inferred time, the next known time (zero: unbounded).
-	TimeMax time.Time
 }
 
 // LegacyReplayed is the status an older replay wrote on the entries it
