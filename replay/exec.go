@@ -104,8 +104,9 @@ type Runner struct {
 	WorkTree    string
 	DispatchDir string
 	Session     string
-	Jobs        int      // parallel jobs within a wave
-	Env         []string // more KEY=VALUE pairs for the command (an A/B arm's)
+	Jobs        int // parallel jobs within a wave
+
+	Env []string // more KEY=VALUE pairs for the command (an A/B arm's)
 }
 
 // Run runs one job: the agent's stdout becomes the result file, its length the
