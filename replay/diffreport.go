@@ -39,10 +39,12 @@ type RunStats struct {
 	Repeat     int
 	Dispatches int
 	GateRounds int
-	Wall       *time.Duration
-	Acceptance string // PASS, FAIL or unknown
-	Status     string // completed, failed or in flight
-	Checkpoint string // the checkpoint of the run's tree at its end ("" when none)
+	// GateByPhase is GateRounds per phase.
+	GateByPhase map[string]int
+	Wall        *time.Duration
+	Acceptance  string // PASS, FAIL or unknown
+	Status      string // completed, failed or in flight
+	Checkpoint  string // the checkpoint of the run's tree at its end ("" when none)
 	// ByOriginal is the run's newest attempt of each original seq.
 	ByOriginal map[int]Attempt
 }
@@ -67,7 +69,7 @@ func sent(a Attempt) bool {
 }
 
 func statsOf(atts []Attempt) RunStats {
-	st := RunStats{ByOriginal: map[int]Attempt{}, Status: "completed"}
+	st := RunStats{ByOriginal: map[int]Attempt{}, GateByPhase: map[string]int{}, Status: "completed"}
 	var summaries []string
 	var start, end time.Time
 	known := false
@@ -92,6 +94,7 @@ func statsOf(atts []Attempt) RunStats {
 		st.Dispatches++
 		if IsGateRole(a.Role) {
 			st.GateRounds++
+			st.GateByPhase[a.Phase]++
 		}
 		if a.Time.IsZero() || a.TimeFrom == "inferred" {
 			continue
@@ -217,6 +220,23 @@ func BuildExperiment(attempts []Attempt, original, base string) *Experiment {
 	return ex
 }
 
+// gatePhases are the phases with gate rounds in the original or a run, in
+// name order.
+func (ex *Experiment) gatePhases() []string {
+	var phases []string
+	seen := map[string]bool{}
+	for _, r := range append([]RunStats{ex.Orig}, ex.Runs...) {
+		for p := range r.GateByPhase {
+			if !seen[p] {
+				seen[p] = true
+				phases = append(phases, p)
+			}
+		}
+	}
+	sort.Strings(phases)
+	return phases
+}
+
 // ArmRuns are the runs of one arm, by repeat.
 func (ex *Experiment) ArmRuns(arm string) []RunStats {
 	var out []RunStats
@@ -262,6 +282,9 @@ func metricOf(r RunStats, name string) (float64, bool) {
 			return 0, false
 		}
 		return r.Wall.Seconds(), true
+	}
+	if phase, ok := strings.CutPrefix(name, "gate_rounds:"); ok {
+		return float64(r.GateByPhase[phase]), true
 	}
 	return 0, false
 }
@@ -325,7 +348,17 @@ func RenderDiff(ex *Experiment, artifacts []ArtifactStat) string {
 		line("|--------|----------|----------|-------|")
 	}
 	labels := map[string]string{"dispatches": "Total dispatches", "gate_rounds": "Quality gate rounds", "wall_clock_s": "Wall clock time"}
-	for _, m := range metricNames {
+	rows := metricNames
+	if phases := ex.gatePhases(); len(phases) > 1 {
+		// The rounds per phase, after their total.
+		rows = []string{"dispatches", "gate_rounds"}
+		for _, p := range phases {
+			rows = append(rows, "gate_rounds:"+p)
+			labels["gate_rounds:"+p] = "Quality gate rounds, phase " + p
+		}
+		rows = append(rows, "wall_clock_s")
+	}
+	for _, m := range rows {
 		orig := "-"
 		if v, ok := metricOf(ex.Orig, m); ok {
 			orig = fmtMetric(m, v)

@@ -140,3 +140,25 @@ func TestExperimentSpreadsAndRecords(t *testing.T) {
 		t.Errorf("the work tree's timeline keeps %d attempts, want the 3 original", len(got))
 	}
 }
+
+// Gate rounds in two phases get a row each, after their total.
+func TestGateRoundsPerPhase(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	a1 := abAtt(1, "red-team", "completed", "FAIL", "", "", 0, t0, 0)
+	a1.Phase = "2"
+	a2 := abAtt(2, "quality-gate", "completed", "PASS", "", "", 0, t0, 0)
+	a2.Phase = "4"
+	m1 := abAtt(3, "red-team", "completed", "PASS", "x-mutated-1", ArmMutated, 1, t0, 0)
+	m1.Phase = "2"
+	m2 := abAtt(4, "quality-gate", "skipped", "", "x-mutated-1", ArmMutated, 2, t0, 0)
+	m2.Phase = "4"
+	ex := BuildExperiment([]Attempt{a1, a2, m1, m2}, "100", "x")
+	report := RenderDiff(ex, nil)
+	for _, want := range []string{
+		"| Quality gate rounds | 2 | 1 | -1 |\n| Quality gate rounds, phase 2 | 1 | 1 | +0 |\n| Quality gate rounds, phase 4 | 1 | 0 | -1 |\n| Wall clock time |",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+}
