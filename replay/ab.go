@@ -337,6 +337,16 @@ func IsGateRole(role string) bool {
 	return strings.HasPrefix(role, "crucible-qg-")
 }
 
+// inGateLoop reports whether dispatches of role belong to a quality gate's
+// loop: its rounds, and the fixes dispatched between them.
+func inGateLoop(role string) bool {
+	switch role {
+	case "fixer", "fix", "crucible-qg-fix", "qg-fix", "fix-generated-defect":
+		return true
+	}
+	return IsGateRole(role)
+}
+
 var passRE = regexp.MustCompile(`\bPASS(ED)?\b`)
 var failRE = regexp.MustCompile(`\bFAIL(ED|S)?\b`)
 
@@ -352,11 +362,11 @@ type ABRecorder func(run *ABRun, j Job, status, summary string)
 // Execute runs a run's dispatches one after another through cmd in the run's
 // work tree, recording each outcome in the original manifest:
 //
-//   - Consecutive gate rounds of one phase (red-team, quality-gate) form the
-//     gate's loop, as the quality gate runs it: once a round passes (its
-//     summary says PASS), the later rounds of the loop are not needed, and
-//     are recorded `skipped`. So a mutation that makes the gate pass sooner
-//     shows in the rounds counted.
+//   - Gate rounds of one phase (red-team, quality-gate) and the fix
+//     dispatches between them form the gate's loop, as the quality gate runs
+//     it: once a round passes (its summary says PASS), the loop's later
+//     rounds and fixes are not needed, and are recorded `skipped`. So a
+//     mutation that makes the gate pass sooner shows in the rounds counted.
 //   - The stop rule of replay: once a dispatch fails, the run's later
 //     dispatches are not sent (recorded `error`), and the run is failed.
 func (s *ABSetup) Execute(ctx context.Context, run *ABRun, cmd string, now func() time.Time, record ABRecorder) error {
@@ -367,13 +377,11 @@ func (s *ABSetup) Execute(ctx context.Context, run *ABRun, cmd string, now func(
 	var stoppedBy *Job
 	for k, j := range run.Jobs {
 		gate := IsGateRole(j.From.Role)
-		if !gate || j.From.Phase != loopPhase {
-			passedAt = 0
+		if !inGateLoop(j.From.Role) || j.From.Phase != loopPhase {
+			passedAt, loopPhase = 0, ""
 		}
 		if gate {
 			loopPhase = j.From.Phase
-		} else {
-			loopPhase = ""
 		}
 		var status, summary string
 		var out Outcome
