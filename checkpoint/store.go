@@ -37,6 +37,11 @@ type Store struct {
 	Foreign string
 
 	dirOK sync.Map // capture's cache: directory -> no symlink or file above or at it
+
+	// index, when set, is the index file in place of the store's own (a
+	// capture of another directory, CreateFrom, keeps the store's stat cache
+	// of the work tree intact).
+	index string
 }
 
 // ErrForeignStore means the store belongs to another work tree.
@@ -306,7 +311,7 @@ func Adopt(ctx context.Context, o AdoptOptions) (*Adopted, error) {
 // beside rewind's, whose names all start with "rewind-", a name neither git nor
 // the procedure uses.
 func (s *Store) gitDir() string        { return s.Dir }
-func (s *Store) indexFile() string     { return filepath.Join(s.Dir, "rewind-index") }
+func (s *Store) indexFile() string     { return s.indexOr(filepath.Join(s.Dir, "rewind-index")) }
 func (s *Store) home() string          { return filepath.Join(s.Dir, "rewind-home") }
 func (s *Store) ownerFile() string     { return filepath.Join(s.Dir, "rewind-worktree") }
 func (s *Store) lockFile() string      { return filepath.Join(s.Dir, "rewind-lock") }

@@ -19,6 +19,7 @@ var Keys = []string{
 	"seq", "file", "role", "phase", "task", "status", "duration_s", "summary",
 	"input_chars", "output_chars", "model_tier", "tool_calls",
 	"model_profile", "actual_model", "replay_of", "replay_session", "mutation",
+	"arm", "repeat",
 }
 
 // labelKeys are the free-form label fields that are set to null, before the
@@ -63,6 +64,11 @@ type Dispatched struct {
 	ReplayOf      *int64
 	ReplaySession *string
 	Mutation      *string
+	// A/B replay provenance: the arm ("control" or "mutated") and the repeat
+	// number of the run. An entry of an arm always carries mutation (null when
+	// the dispatch is not mutated), arm and repeat.
+	Arm    *string
+	Repeat *int64
 }
 
 // Record builds the dispatched entry in dispatch.py's key order.
@@ -87,8 +93,12 @@ func (d Dispatched) Record() *Record {
 	if d.ReplaySession != nil {
 		r.Set("replay_session", Str(*d.ReplaySession))
 	}
-	if d.Mutation != nil {
-		r.Set("mutation", Str(*d.Mutation))
+	if d.Mutation != nil || d.Arm != nil {
+		r.Set("mutation", StrPtr(d.Mutation))
+	}
+	if d.Arm != nil {
+		r.Set("arm", Str(*d.Arm))
+		r.Set("repeat", IntPtr(d.Repeat))
 	}
 	return r
 }
@@ -141,7 +151,7 @@ func (c Completion) Record(prev *pyValue) *Record {
 		r.Set("model_profile", StrPtr(ModelProfile(tier)))
 	}
 	r.Set("actual_model", StrPtr(c.ActualModel))
-	for _, k := range []string{"replay_of", "replay_session", "mutation"} {
+	for _, k := range []string{"replay_of", "replay_session", "mutation", "arm", "repeat"} {
 		if v := prev.get(k); v != nil {
 			r.Set(k, appendPy(nil, v))
 		}

@@ -213,3 +213,21 @@ func TestFitKeepsAnEmptySummary(t *testing.T) {
 		t.Errorf("summary %s, warning %q", v.Raw, warn.String())
 	}
 }
+
+// An A/B arm's entries always carry mutation (null in the control), arm and
+// repeat, and the completion copies them.
+func TestArmProvenance(t *testing.T) {
+	d := before1()
+	arm := "control"
+	d.ReplayOf, d.ReplaySession, d.Arm, d.Repeat = ip(1), sp("r1-control-2"), &arm, ip(2)
+	got := string(d.Record().Bytes())
+	want := strings.TrimSuffix(wantBefore1, "}") + `,"replay_of":1,"replay_session":"r1-control-2","mutation":null,"arm":"control","repeat":2}`
+	if got != want {
+		t.Errorf("got %s\nwant %s", got, want)
+	}
+	c := Completion{Seq: 1, Status: "skipped"}
+	line := string(c.Record(mustPy(t, got)).Bytes())
+	if !strings.HasSuffix(line, `"replay_of":1,"replay_session":"r1-control-2","mutation":null,"arm":"control","repeat":2}`) {
+		t.Errorf("completion does not copy the arm: %s", line)
+	}
+}

@@ -56,6 +56,7 @@ type slot struct {
 const (
 	flagDispatched uint8 = 1 << iota // a dispatched entry was seen
 	flagFailedLast                   // the last entry so far is failed/error
+	flagArm                          // the authoritative entry is an A/B arm's
 )
 
 type phaseInfo struct {
@@ -175,6 +176,7 @@ type lineRec struct {
 	bad    []badCount // counts that are not non-negative integers
 	// replayOf is the seq this entry re-dispatches (its replay_of), -1 when none.
 	replayOf int64
+	arm      bool // an A/B replay's arm wrote it
 }
 
 // CountKeys are the entry's counts: each is null or a non-negative integer.
@@ -226,7 +228,10 @@ func recOf(l *Line, counts bool) lineRec {
 	r := lineRec{no: l.No, off: l.Off, n: len(l.Raw), kind: l.Kind, seq: l.Seq, seqOK: l.SeqOK, why: l.Why, replayOf: -1}
 	// Few lines are replays: a byte search spares the others a second parse.
 	if l.Kind == Entry && bytes.Contains(l.Raw, replayOfKey) {
-		if n, ok := intValue(gjson.Get(bstr(l.Raw), "replay_of")); ok && n >= 0 {
+		// An A/B replay's arm ran in a clone of the project: its entries
+		// replay nothing of the pipeline's own work tree.
+		r.arm = gjson.Get(bstr(l.Raw), "arm").Type == gjson.String
+		if n, ok := intValue(gjson.Get(bstr(l.Raw), "replay_of")); ok && n >= 0 && !r.arm {
 			r.replayOf = n
 		}
 	}
@@ -534,6 +539,11 @@ func (ix *Index) entry(l *lineRec) {
 	if l.replayOf >= 0 && l.replayOf < l.seq {
 		ix.replayOf[l.seq] = l.replayOf
 	}
+	if l.arm {
+		sl.flags |= flagArm
+	} else {
+		sl.flags &^= flagArm
+	}
 	sl.off, sl.n, sl.line = l.off, int32(l.n), int32(l.no)
 	sl.phase, sl.status = phase, status
 	sl.entries++
@@ -660,6 +670,9 @@ func (ix *Index) Phases() []Phase {
 			ph.Seqs[k] = ix.slots[i].seq
 			if _, superseded := ix.ReplayedBy(ix.slots[i].seq); superseded {
 				continue
+			}
+			if ix.slots[i].flags&flagArm != 0 {
+				continue // an A/B arm ran in a clone: it says nothing of the pipeline's state
 			}
 			switch st := ix.statuses[ix.slots[i].status]; {
 			case st == "dispatched":

@@ -105,6 +105,8 @@ type Runner struct {
 	DispatchDir string
 	Session     string
 	Jobs        int // parallel jobs within a wave
+
+	Env []string // more KEY=VALUE pairs for the command (an A/B arm's)
 }
 
 // Run runs one job: the agent's stdout becomes the result file, its length the
@@ -134,6 +136,7 @@ func (r Runner) Run(ctx context.Context, j Job) (Outcome, error) {
 		"REWIND_REPLAY_SESSION=" + r.Session,
 		"REWIND_WORK_TREE=" + r.WorkTree,
 	}
+	env = append(env, r.Env...)
 	var stdout bytes.Buffer
 	start := time.Now()
 	code, err := gitexec.User{Dir: r.WorkTree, Env: env}.Run(ctx, r.Command, nil, &stdout, stderr)

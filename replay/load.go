@@ -26,7 +26,10 @@ func LoadAttempts(ix *manifest.Index, dirs []string, loc *time.Location) ([]Atte
 			Seq: int(seq), File: strField(e, "file"), Role: strField(e, "role"), Phase: phaseText(e["phase"]),
 			Task: intField(e, "task"), Status: strField(e, "status"), Duration: intField(e, "duration_s"),
 			Summary: strField(e, "summary"), ModelTier: strField(e, "model_tier"), ReplayOf: intField(e, "replay_of"),
-			ReplaySession: strField(e, "replay_session"),
+			ReplaySession: strField(e, "replay_session"), Mutation: strField(e, "mutation"), Arm: strField(e, "arm"),
+		}
+		if r := intField(e, "repeat"); r != nil {
+			a.Repeat = *r
 		}
 		a.Time, a.TimeFrom = dispatchTime(dirs, a.File, loc)
 		out = append(out, a)
@@ -107,4 +110,25 @@ func phaseText(v any) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// WorkTreeTimeline drops the attempts of A/B replay arms, and those an
+// arm's agent recorded under its run's replay session: they ran in clones of
+// the project, so they say nothing of what the project's own work tree holds,
+// and a resume must neither take them for redone work nor wait for those
+// still in flight.
+func WorkTreeTimeline(attempts []Attempt) []Attempt {
+	armSessions := map[string]bool{}
+	for _, a := range attempts {
+		if a.Arm != "" && a.ReplaySession != "" {
+			armSessions[a.ReplaySession] = true
+		}
+	}
+	out := attempts[:0:0]
+	for _, a := range attempts {
+		if a.Arm == "" && !armSessions[a.ReplaySession] {
+			out = append(out, a)
+		}
+	}
+	return out
 }

@@ -30,6 +30,14 @@ type Attempt struct {
 	// TimeMax is the latest the dispatch can have been sent: Time when known; for
 	// an inferred time, the next known time (zero: unbounded).
 	TimeMax time.Time
+
+	// Mutation, Arm and Repeat are an A/B replay's: the template mutation
+	// ("ORIG -> REPL", "" for none), the arm ("control" or "mutated") and the
+	// run's repeat number (0 when unset). Attempts of an arm ran in a clone of the
+	// project, never in its work tree.
+	Mutation string
+	Arm      string
+	Repeat   int
 }
 
 // LegacyReplayed is the status an older replay wrote on the entries it

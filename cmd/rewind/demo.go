@@ -36,7 +36,7 @@ func demoCommand() *cli.Command {
 			&cli.StringFlag{Name: "keep", Usage: "build in `DIR` (must not exist) and keep it", TakesFile: true},
 		},
 		Action: demoRun,
-		Subcommands: []*cli.Command{{
+		Subcommands: []*cli.Command{demoABCommand(), {
 			Name:   "agent",
 			Usage:  "the demo's stand-in agent (run by replay --exec)",
 			Hidden: true,
@@ -418,6 +418,14 @@ func demoAgent(c *cli.Context) error {
 	if role == "" || wt == "" {
 		return usageErrorf("demo agent runs under `rewind replay --exec`, which sets REWIND_ROLE and REWIND_WORK_TREE")
 	}
+	tested := false
+	if f := os.Getenv("REWIND_DISPATCH_FILE"); f != "" {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		tested = strings.Contains(string(data), "write a table test")
+	}
 	for _, dd := range demoRun1 {
 		if strconv.Itoa(dd.task) != task || dd.file == "" {
 			continue
@@ -431,17 +439,35 @@ func demoAgent(c *cli.Context) error {
 		}
 		g := gitexec.Shadow{GitDir: filepath.Join(wt, ".git"), WorkTree: wt, IndexFile: filepath.Join(wt, ".git", "index"),
 			ConfigHome: filepath.Join(filepath.Dir(wt), "git-home"), Date: at}
-		if _, err := g.Run(c.Context, "add", "--", dd.file); err != nil {
+		files := []string{dd.file}
+		if tested {
+			// The A/B demo's mutated template asks for a table test.
+			test := strings.TrimSuffix(dd.file, ".go") + "_test.go"
+			body := fmt.Sprintf("package retry\n\nimport \"testing\"\n\n// Task %s's table test.\nfunc Test%s(t *testing.T) {}\n", task, strings.ToUpper(dd.file[:1])+strings.TrimSuffix(dd.file[1:], ".go"))
+			if err := os.WriteFile(filepath.Join(wt, test), []byte(body), 0o644); err != nil {
+				return err
+			}
+			files = append(files, test)
+		}
+		if _, err := g.Run(c.Context, append([]string{"add", "--"}, files...)...); err != nil {
 			return err
 		}
 		// --allow-empty: the file may be byte-identical to the commit the crash left.
 		if _, err := g.Run(c.Context, "commit", "-q", "--allow-empty", "-m", fmt.Sprintf("task %s: %s (replayed)", task, dd.file)); err != nil {
 			return err
 		}
-		if o.JSON {
-			return writeJSON(o, map[string]any{"role": role, "task": task, "file": dd.file, "summary": fmt.Sprintf("Task %s done: %s", task, dd.file)})
+		summary := fmt.Sprintf("Task %s done: %s", task, dd.file)
+		if tested {
+			summary += "; acceptance tests PASS"
 		}
-		fmt.Fprintf(o.Stdout, "Wrote %s and committed it.\nSUMMARY: Task %s done: %s\n", dd.file, task, dd.file)
+		if o.JSON {
+			return writeJSON(o, map[string]any{"role": role, "task": task, "file": dd.file, "summary": summary})
+		}
+		if !tested {
+			fmt.Fprintf(o.Stdout, "Wrote %s and committed it.\nSUMMARY: %s\n", dd.file, summary)
+			return nil
+		}
+		fmt.Fprintf(o.Stdout, "Wrote %s and its test, ran them, committed them.\nSUMMARY: %s\n", dd.file, summary)
 		return nil
 	}
 	if o.JSON {

@@ -194,6 +194,15 @@ func showText(w *bufio.Writer, ix *manifest.Index, phases []manifest.Phase) erro
 		err := ix.EachEntry(ph, func(seq int64, line []byte) error {
 			s := string(line)
 			summary := oneLine(gjson.Get(s, "summary"), 72)
+			if arm := gjson.Get(s, "arm"); arm.Type == gjson.String {
+				// An A/B replay's run, in a clone of the project.
+				note := fmt.Sprintf("(A/B %s, replays %s)", gjson.Get(s, "replay_session").String(), gjson.Get(s, "replay_of").Raw)
+				if summary == "-" {
+					summary = note
+				} else {
+					summary += " " + note
+				}
+			}
 			if by, ok := ix.ReplayedBy(seq); ok {
 				// Its phase's status counts the replay instead; say why.
 				note := fmt.Sprintf("(replayed by %d)", by)

@@ -35,7 +35,7 @@ func replayCommand() *cli.Command {
 			"dispatch (sh -c, in the work tree). When the restored checkpoint recorded the project's\n" +
 			"HEAD and the branch has moved on from it, the confirmed restore moves the branch back to\n" +
 			"that commit (the old HEAD stays in the reflog and ORIG_HEAD); --keep-head leaves it.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan and change nothing"},
 			&cli.StringFlag{Name: "from-phase", Usage: "resume from the start of phase `P` (overrides the automatic point)"},
 			&cli.IntFlag{Name: "from-seq", Usage: "resume from the start of the phase holding seq `N`"},
@@ -49,8 +49,9 @@ func replayCommand() *cli.Command {
 			&cli.StringFlag{Name: "scratch", EnvVars: []string{"REWIND_SCRATCH"}, Usage: "the pipeline's scratch `DIR` (default: PATH when it is one)", TakesFile: true},
 			&cli.StringFlag{Name: "session", EnvVars: []string{"REWIND_SESSION"}, Usage: "the replay session `ID` (default: fresh)"},
 			&cli.BoolFlag{Name: "takeover", Usage: "replay even while an earlier replay session still has dispatches in flight (they are replayed as usual)"},
-		},
-		Action: replayRun,
+		}, abFlags()...),
+		Subcommands: []*cli.Command{replayDiffCommand()},
+		Action:      replayRun,
 	}
 }
 
@@ -192,6 +193,10 @@ func replayRun(c *cli.Context) error {
 	if c.Int("jobs") < 1 {
 		return usageErrorf("invalid --jobs %d: want 1 or more", c.Int("jobs"))
 	}
+	muts, err := abCheckFlags(c)
+	if err != nil {
+		return abFail(c, err)
+	}
 	kinds := replay.DefaultRoleKinds()
 	for _, rk := range c.StringSlice("role-kind") {
 		if err := kinds.Set(rk); err != nil {
@@ -219,6 +224,7 @@ func replayRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	attempts = replay.WorkTreeTimeline(attempts)
 
 	skill := ""
 	if src.marker != nil {
@@ -262,7 +268,7 @@ func replayRun(c *cli.Context) error {
 		FromPhase: c.String("from-phase"), FromSeq: c.Int("from-seq"), NoRestore: c.Bool("no-restore"),
 	})
 	noteLegacyReplayed(o, attempts)
-	if plan != nil {
+	if plan != nil && muts == nil { // an A/B replay runs in arms, beside any replay of the work tree
 		if err := inFlightGuard(c, plan, path); err != nil {
 			return err
 		}
@@ -323,6 +329,10 @@ func replayRun(c *cli.Context) error {
 	if n := len(verification.NoEvidence); n > 0 {
 		o.notef("note: the run leaves no result files and no receipt-ledger entries; %s taken on %s manifest status (seq %s)",
 			plural(n, "output dispatch", "output dispatches"), pick(n, "its", "their"), joinInts(verification.NoEvidence))
+	}
+	if muts != nil {
+		return abRun(c, abInput{src: src, plan: plan, report: report, store: store, muts: muts, path: path,
+			skill: skill, firstTime: earliest(plan.Dispatches)})
 	}
 	run := newReplayOutcome(replayMode(c.Bool("dry-run"), c.String("exec")))
 	if plan.Complete {

@@ -1,0 +1,706 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/rewind-cli/rewind/checkpoint"
+	"github.com/rewind-cli/rewind/manifest"
+	"github.com/rewind-cli/rewind/replay"
+)
+
+// A/B replay: `rewind replay PATH --mutate ORIG=REPL ...` runs the replayed
+// dispatches in isolated arms (clones of the project), a control and the
+// mutation, and `rewind replay diff` compares them.
+
+func abFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "mutate", Usage: "A/B replay (`ORIG=REPL`, repeatable): the dispatches written from template file ORIG get REPL's text, with the original's placeholder fillings and added sections; a control arm and the mutated arm run in clones of the project"},
+		&cli.StringFlag{Name: "template-ref", Usage: "A/B replay: read the templates at `REF` of the git repository holding --templates DIR"},
+		&cli.IntFlag{Name: "repeat", Value: 1, Usage: "A/B replay: run each arm `N` times"},
+		&cli.BoolFlag{Name: "no-control", Usage: "A/B replay: run only the mutated arm (compared with the original run)"},
+		&cli.StringFlag{Name: "arms-dir", Usage: "A/B replay: keep the arms (clones and dispatch directories) in `DIR` (default: removed at the end)", TakesFile: true},
+		&cli.BoolFlag{Name: "diff", Usage: "A/B replay: write the diff report when the runs end (and append it to replay-diff.jsonl)"},
+	}
+}
+
+// abRequested reports whether the replay is an A/B one.
+func abRequested(c *cli.Context) bool { return len(c.StringSlice("mutate")) > 0 }
+
+// abCheckFlags refuses, before anything is read or written, A/B flags without
+// --mutate, bad numbers, and a --mutate whose REPL cannot be read.
+func abCheckFlags(c *cli.Context) ([]replay.MutationSpec, error) {
+	if !abRequested(c) {
+		for _, f := range []string{"template-ref", "repeat", "no-control", "arms-dir", "diff"} {
+			if c.IsSet(f) {
+				return nil, withHint(usageErrorf("--%s is for an A/B replay, which needs --mutate ORIG=REPL", f),
+					"rewind replay PATH --mutate build-reviewer-prompt.md=new-reviewer.md --"+f+" ...")
+			}
+		}
+		return nil, nil
+	}
+	if c.Int("repeat") < 1 {
+		return nil, usageErrorf("invalid --repeat %d: want 1 or more", c.Int("repeat"))
+	}
+	for _, f := range []string{"no-restore", "keep-head", "takeover"} {
+		if c.Bool(f) {
+			return nil, usageErrorf("--%s does not apply to an A/B replay: its arms start from the resume checkpoint in clones of the project, never in the work tree", f)
+		}
+	}
+	var muts []replay.MutationSpec
+	for _, s := range c.StringSlice("mutate") {
+		m, err := replay.ParseMutation(s)
+		if err != nil {
+			return nil, withHint(withCode(exitUsage, err), "--mutate ORIG=REPL: ORIG is a template file name (build-reviewer-prompt.md), REPL a readable file")
+		}
+		muts = append(muts, m)
+	}
+	return muts, nil
+}
+
+// abInput is what replayRun hands over once the plan is made.
+type abInput struct {
+	src       *replaySource
+	plan      *replay.Plan
+	report    replay.Report
+	store     *checkpoint.Store
+	muts      []replay.MutationSpec
+	path      string
+	skill     string
+	firstTime time.Time
+}
+
+// jsonWritten is an error whose --json document is on stdout already.
+type jsonWritten struct{ error }
+
+func (e jsonWritten) Unwrap() error { return e.error }
+
+// abFail prints err as the --json document when asked (unless one is out
+// already), and returns it.
+func abFail(c *cli.Context, err error) error {
+	o := opts(c)
+	var done jsonWritten
+	if errors.As(err, &done) {
+		return done.error
+	}
+	if err == nil || !o.JSON {
+		return err
+	}
+	code, hints := classify(err)
+	var ce *cliError
+	if errors.As(err, &ce) {
+		if ce.code != 0 {
+			code = ce.code
+		}
+		hints = append(append([]string(nil), ce.hints...), hints...)
+	}
+	name := "error"
+	switch code {
+	case exitUsage:
+		name = "usage"
+	case exitGuard:
+		name = "guard"
+	}
+	_ = writeJSON(o, map[string]any{"error": map[string]any{"code": name, "exit": code, "message": err.Error(), "hints": nonNil(hints)}})
+	return err
+}
+
+func abRun(c *cli.Context, in abInput) error {
+	return abFail(c, abRunInner(c, in))
+}
+
+func abRunInner(c *cli.Context, in abInput) error {
+	o := opts(c)
+	plan := in.plan
+	if plan.Restore == nil {
+		return withHint(exitErrorf(exitFailure, "an A/B replay starts its arms from a checkpoint, and this plan restores none"),
+			"pick the range to replay with --from-phase P or --from-seq N")
+	}
+	if len(plan.Redo) == 0 {
+		return withHint(exitErrorf(exitFailure, "nothing to replay: every dispatch completed and was verified"),
+			"pick the range to replay with --from-phase P or --from-seq N")
+	}
+	tmpl := &replay.Templates{Dir: c.String("templates"), Skill: in.skill}
+	if ref := c.String("template-ref"); c.IsSet("template-ref") {
+		if err := tmpl.Pin(c.Context, ref); err != nil {
+			return withHint(withCode(exitUsage, err), "name a commit, branch or tag of the templates' repository: git -C "+shellArg(orDot(tmpl.Dir))+" log --oneline")
+		}
+	}
+	mp, err := replay.PlanMutations(c.Context, plan.Redo, in.src.lookup, tmpl, in.muts, in.firstTime)
+	if errors.Is(err, replay.ErrMutation) {
+		return withHint(withCode(exitUsage, err), "ORIG is the template file a dispatch was written from: <template>.md or <template>-prompt.md of its <seq>-<template>.md")
+	}
+	if err != nil {
+		return err
+	}
+	for _, w := range mp.Warnings {
+		o.warnf("%s", w)
+	}
+	repeat, control := c.Int("repeat"), !c.Bool("no-control")
+	arms := []string{replay.ArmMutated}
+	if control {
+		arms = []string{replay.ArmControl, replay.ArmMutated}
+	}
+
+	if c.Bool("dry-run") {
+		if o.JSON {
+			doc := planJSON(in.report)
+			doc["ab"] = abPlanJSON(mp, tmpl, arms, repeat)
+			return writeJSON(o, doc)
+		}
+		// The arms start from the checkpoint; the work tree is not restored.
+		text := replay.RenderDryRun(in.report)
+		text = strings.Replace(text, "## Checkpoint to restore\n", "## Checkpoint the arms start from\n", 1)
+		text = strings.Replace(text, "\nWould write (0):\nWould remove (0):\n", "The work tree is not restored: each arm is a clone of the project at the commit the checkpoint recorded, with the checkpoint's files on top.\n", 1)
+		fmt.Fprint(o.Stdout, text)
+		fmt.Fprint(o.Stdout, renderABPlan(mp, tmpl, arms, repeat))
+		return nil
+	}
+
+	base := c.String("session")
+	if base == "" {
+		base = fmt.Sprintf("ab-%d-%d", o.Now().Unix(), os.Getpid())
+	}
+	var runs []*replay.ABRun
+	var sessions []string
+	for n := 1; n <= repeat; n++ {
+		for _, arm := range arms {
+			s := replay.RunSession(base, arm, n)
+			runs = append(runs, &replay.ABRun{Arm: arm, Repeat: n, Session: s})
+			sessions = append(sessions, s)
+		}
+	}
+	delegate := c.String("exec") == ""
+	armsDir, keep := c.String("arms-dir"), c.IsSet("arms-dir") || delegate
+	if armsDir == "" {
+		armsDir = filepath.Join(tmpDir(), "rewind-ab-"+base)
+	}
+	if abs, err := filepath.Abs(armsDir); err == nil {
+		armsDir = abs
+	}
+	if err := replay.CheckArmsDir(armsDir, o.WorkTree, sessions); err != nil {
+		return withHint(withCode(exitUsage, err), "pass --arms-dir DIR outside the work tree")
+	}
+	if _, err := os.Stat(in.src.dispatchDir); err != nil {
+		return err
+	}
+	rd := replay.Redispatcher{DispatchDir: in.src.dispatchDir, Lookup: in.src.lookup, Templates: c.String("templates"),
+		AllowUnfaithful: c.Bool("allow-unfaithful"), Skill: in.report.Skill, Session: base, Now: o.Now(),
+		Warn: func(s string) { o.warnf("%s", s) }, ManifestWarn: o.Stderr}
+	if err := rd.Check(plan.Redo); err != nil {
+		return withHint(err, "pass --templates DIR holding <template>.md or <template>-prompt.md (a crucible checkout), or --allow-unfaithful to re-dispatch from the manifest's record alone")
+	}
+	setup := &replay.ABSetup{Store: in.store, Restore: plan.Restore, WorkTree: o.WorkTree, ArmsDir: armsDir,
+		DispatchDir: in.src.dispatchDir, Manifest: in.src.manifest, Lookup: in.src.lookup, Keep: plan.Skip, Redo: plan.Redo,
+		Mutations: mp, Skill: in.report.Skill, Now: o.Now(), Redispatch: rd, ManifestOut: o.Stderr}
+	removeArms := func() {
+		if keep {
+			return
+		}
+		if err := os.RemoveAll(armsDir); err != nil {
+			o.warnf("could not remove the arms in %s: %v", armsDir, err)
+			return
+		}
+		o.notef("removed the arms in %s (pass --arms-dir DIR to keep them)", armsDir)
+	}
+	var originalCP string
+	if !control && c.String("exec") != "" {
+		// Without a control, the artifact diff compares the mutated trees
+		// with the work tree as the original run left it.
+		made, err := in.store.Create(c.Context, checkpoint.CreateOptions{Reason: replay.ArmCheckpointReason(base + "-original"), Source: "replay"})
+		if err != nil {
+			return err
+		}
+		originalCP = made.Checkpoint.ID
+	}
+	for _, run := range runs {
+		if err := setup.PrepareRun(c.Context, run); err != nil {
+			removeArms()
+			return err
+		}
+		o.notef("arm %s: work tree %s, dispatch directory %s", run.Session, run.WorkTree, run.DispatchDir)
+	}
+
+	if delegate {
+		if o.JSON {
+			return writeJSON(o, abResultJSON(in, base, runs, armsDir, nil, nil))
+		}
+		printABDelegate(o, in, base, runs)
+		return nil
+	}
+
+	var mu sync.Mutex
+	record := func(run *replay.ABRun, j replay.Job, status, summary string) {
+		mu.Lock()
+		defer mu.Unlock()
+		o.notef("%s: seq %d (%s, replays %d): %s", run.Session, j.Seq, orDash(j.From.Role), j.ReplayOf, status)
+	}
+	sem := make(chan struct{}, max(1, c.Int("jobs")))
+	errs := make([]error, len(runs))
+	var wg sync.WaitGroup
+	for i, run := range runs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := setup.Execute(c.Context, run, c.String("exec"), o.Now, record); err != nil {
+				errs[i] = err
+				return
+			}
+			errs[i] = setup.Finish(c.Context, run)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			removeArms()
+			return err
+		}
+	}
+	var failed []string
+	for _, run := range runs {
+		state := "completed"
+		if run.Failed {
+			state = "failed"
+			failed = append(failed, run.Session)
+		}
+		o.notef("run %s %s: %s completed; its tree is checkpoint %s (%s)", run.Session, state,
+			plural(run.Completed, "dispatch", "dispatches"), short8(run.Checkpoint), replay.ArmCheckpointReason(run.Session))
+	}
+
+	var diffs []abDiff
+	if c.Bool("diff") {
+		d, err := writeABDiff(c, in.src, in.report.Session, base, originalCP)
+		if err != nil {
+			removeArms()
+			return err
+		}
+		diffs = append(diffs, d)
+	}
+	removeArms()
+	if keep {
+		armsDir = "" // reported as kept below
+	}
+	if o.JSON {
+		kept := ""
+		if c.IsSet("arms-dir") {
+			kept = c.String("arms-dir")
+		}
+		if err := writeJSON(o, abResultJSON(in, base, runs, kept, diffs, failed)); err != nil {
+			return err
+		}
+	} else {
+		for _, d := range diffs {
+			fmt.Fprint(o.Stdout, d.report)
+		}
+	}
+	if len(diffs) == 0 {
+		o.hintf("compare the arms: rewind replay diff %s --session %s", shellArg(in.path), base)
+	}
+	if len(failed) > 0 {
+		err := exitErrorf(exitFailure, "%s failed: %s (recorded in the manifest; the other runs went on)",
+			plural(len(failed), "run", "runs"), strings.Join(failed, ", "))
+		if o.JSON {
+			return jsonWritten{err} // the document above says it already
+		}
+		return err
+	}
+	return nil
+}
+
+func orDot(s string) string {
+	if s == "" {
+		return "."
+	}
+	return s
+}
+
+// renderABPlan is the dry run's A/B part: the seed's ## Template Mutations,
+// and for each mutated dispatch the path taken and the placeholders.
+func renderABPlan(mp *replay.MutationPlan, tmpl *replay.Templates, arms []string, repeat int) string {
+	var b strings.Builder
+	line := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	line("")
+	line("## Template Mutations")
+	for _, m := range mp.Mutations {
+		line("- %s", m.Label())
+	}
+	if ref := tmpl.Pinned(); ref != "" {
+		line("")
+		line("Templates pinned at %s.", ref)
+	}
+	line("")
+	line("## Mutated Dispatches")
+	line("| Seq | Template | Mutation | Path | Placeholders recovered | New in REPL | Added sections |")
+	line("|-----|----------|----------|------|------------------------|-------------|----------------|")
+	for _, seq := range mp.Order {
+		md := mp.Dispatches[seq]
+		path := md.Path
+		if md.Path == replay.PathAligned || md.Path == replay.PathFallback {
+			path = fmt.Sprintf("%s (%.0f%% of the template matched)", md.Path, 100*md.Ratio)
+		}
+		line("| %d | %s | %s | %s | %s | %s | %d |", seq, md.Template, md.Mutation, path,
+			listCell(md.Recovered), listCell(md.Unfilled), md.Added)
+	}
+	line("")
+	line("## Arms")
+	line("%s, %s each, in clones of the project at the restored checkpoint; the work tree is never touched.",
+		strings.Join(arms, " and "), plural(repeat, "run", "runs"))
+	return b.String()
+}
+
+func listCell(l []string) string {
+	if len(l) == 0 {
+		return "-"
+	}
+	return strings.ReplaceAll(strings.Join(l, ", "), "|", `\|`)
+}
+
+func abPlanJSON(mp *replay.MutationPlan, tmpl *replay.Templates, arms []string, repeat int) map[string]any {
+	var muts []any
+	for _, m := range mp.Mutations {
+		muts = append(muts, m.Label())
+	}
+	var ds []any
+	for _, seq := range mp.Order {
+		md := mp.Dispatches[seq]
+		var ratio any
+		if md.Path == replay.PathAligned || md.Path == replay.PathFallback {
+			ratio = float64(int(md.Ratio*1000)) / 1000
+		}
+		ds = append(ds, map[string]any{"seq": seq, "template": md.Template, "mutation": md.Mutation, "path": md.Path,
+			"alignment": ratio, "placeholders_recovered": nonNil(md.Recovered), "placeholders_new": nonNil(md.Unfilled), "added_sections": md.Added})
+	}
+	var pinned any
+	if tmpl.Pinned() != "" {
+		pinned = tmpl.Pinned()
+	}
+	return map[string]any{"mutations": nonNilAny(muts), "template_ref": pinned, "dispatches": nonNilAny(ds),
+		"arms": arms, "repeat": repeat, "warnings": nonNil(mp.Warnings)}
+}
+
+func nonNilAny(l []any) []any {
+	if l == nil {
+		return []any{}
+	}
+	return l
+}
+
+func printABDelegate(o *options, in abInput, base string, runs []*replay.ABRun) {
+	fmt.Fprintf(o.Stdout, "# A/B replay %s: dispatch plan\n\n", base)
+	fmt.Fprintf(o.Stdout, "Each run's dispatch files and `dispatched` entries are written. Dispatch each run's seqs in its work tree (REWIND_WORK_TREE=<work tree>), in order.\n")
+	for _, run := range runs {
+		fmt.Fprintf(o.Stdout, "\n## %s (%s, run %d)\n", run.Session, run.Arm, run.Repeat)
+		fmt.Fprintf(o.Stdout, "Work tree: %s\nDispatch directory: %s\n", run.WorkTree, run.DispatchDir)
+		fmt.Fprintf(o.Stdout, "| Seq | Replays | Role | Phase | Dispatch file |\n|-----|---------|------|-------|---------------|\n")
+		for _, j := range run.Jobs {
+			fmt.Fprintf(o.Stdout, "| %d | %d | %s | %s | %s |\n", j.Seq, j.ReplayOf, orDash(j.From.Role), orDash(j.From.Phase), filepath.Base(j.DispatchFile))
+		}
+	}
+	fmt.Fprintf(o.Stdout, "\nRecord each completion with: rewind dispatch after --dir %s --seq N --status completed --summary TEXT\n", in.src.dispatchDir)
+	fmt.Fprintf(o.Stdout, "Then compare the arms: rewind replay diff %s --session %s\n", in.path, base)
+}
+
+func abResultJSON(in abInput, base string, runs []*replay.ABRun, armsDir string, diffs []abDiff, failed []string) map[string]any {
+	var rs []any
+	for _, r := range runs {
+		var wt, dd, cp any
+		if armsDir != "" {
+			wt, dd = r.WorkTree, r.DispatchDir
+		}
+		if r.Checkpoint != "" {
+			cp = r.Checkpoint
+		}
+		var jobs []any
+		for _, j := range r.Jobs {
+			jobs = append(jobs, map[string]any{"seq": j.Seq, "replay_of": j.ReplayOf, "role": j.From.Role, "phase": j.From.Phase, "file": filepath.Base(j.DispatchFile)})
+		}
+		status := "prepared"
+		switch {
+		case r.Failed:
+			status = "failed"
+		case r.Checkpoint != "":
+			status = "completed"
+		}
+		rs = append(rs, map[string]any{"session": r.Session, "arm": r.Arm, "repeat": r.Repeat, "status": status,
+			"work_tree": wt, "dispatch_dir": dd, "checkpoint": cp, "dispatches": nonNilAny(jobs)})
+	}
+	var muts []any
+	for _, m := range in.muts {
+		muts = append(muts, m.Label())
+	}
+	var diff any
+	if len(diffs) > 0 {
+		diff = diffs[0].json()
+	}
+	var arms any
+	if armsDir != "" {
+		arms = armsDir
+	}
+	return map[string]any{"session": base, "original_session": nullIfEmpty(in.report.Session), "mutations": nonNilAny(muts),
+		"runs": nonNilAny(rs), "arms_dir": arms, "failed": nonNil(failed), "diff": diff,
+		"dispatch_dir": in.src.dispatchDir}
+}
+
+// abDiff is one experiment's diff report.
+type abDiff struct {
+	base    string
+	report  string
+	records []replay.DiffRecord
+	ex      *replay.Experiment
+}
+
+func (d abDiff) json() map[string]any {
+	recs := make([]any, 0, len(d.records))
+	for _, r := range d.records {
+		recs = append(recs, r.Object())
+	}
+	var runs []any
+	for _, r := range d.ex.Runs {
+		runs = append(runs, runStatsJSON(r))
+	}
+	comparison := map[string]any{}
+	for _, m := range []string{"dispatches", "gate_rounds", "wall_clock_s"} {
+		entry := map[string]any{}
+		for _, arm := range []string{replay.ArmControl, replay.ArmMutated} {
+			if s := d.ex.ArmSpread(arm, m); s != nil {
+				entry[arm] = map[string]any{"mean": s.Mean, "min": s.Min, "max": s.Max, "runs": s.N}
+			} else {
+				entry[arm] = nil
+			}
+		}
+		c, mu := d.ex.ArmSpread(replay.ArmControl, m), d.ex.ArmSpread(replay.ArmMutated, m)
+		if c != nil && mu != nil {
+			entry["overlap"] = replay.Overlap(c, mu)
+		} else {
+			entry["overlap"] = nil
+		}
+		comparison[m] = entry
+	}
+	return map[string]any{"session": d.base, "original_session": nullIfEmpty(d.ex.Original), "original": runStatsJSON(d.ex.Orig),
+		"runs": nonNilAny(runs), "comparison": comparison, "records": recs, "report": d.report}
+}
+
+func runStatsJSON(r replay.RunStats) map[string]any {
+	var wall, cp any
+	if r.Wall != nil {
+		wall = int(r.Wall.Seconds())
+	}
+	if r.Checkpoint != "" {
+		cp = r.Checkpoint
+	}
+	return map[string]any{"session": nullIfEmpty(r.Session), "arm": nullIfEmpty(r.Arm), "repeat": nullIfZero(r.Repeat),
+		"dispatches": r.Dispatches, "gate_rounds": r.GateRounds, "wall_clock_s": wall, "acceptance": r.Acceptance,
+		"status": r.Status, "checkpoint": cp}
+}
+
+func nullIfZero(n int) any {
+	if n == 0 {
+		return nil
+	}
+	return n
+}
+
+// writeABDiff builds experiment base from the manifest and the arms'
+// checkpoints, appends its records to replay-diff.jsonl and returns the
+// report. A delegated run whose tree has no checkpoint yet is checkpointed
+// now from the work tree the arms file names, when it is still there.
+func writeABDiff(c *cli.Context, src *replaySource, original, base, originalCP string) (abDiff, error) {
+	o := opts(c)
+	ix, err := manifest.Open(src.manifest)
+	if err != nil {
+		return abDiff{}, fmt.Errorf("%s: %w", src.manifest, err)
+	}
+	defer ix.Close()
+	attempts, err := replay.LoadAttempts(ix, src.lookup, time.Local)
+	if err != nil {
+		return abDiff{}, err
+	}
+	ex := replay.BuildExperiment(attempts, original, base)
+	if len(ex.Runs) == 0 {
+		return abDiff{}, withHint(usageErrorf("no A/B replay %s in %s", base, src.manifest), abSessionsHint(attempts)...)
+	}
+	store, err := openStore(c)
+	if err != nil {
+		return abDiff{}, err
+	}
+	cps, err := store.List(c.Context)
+	if err != nil {
+		return abDiff{}, err
+	}
+	byReason := map[string]string{}
+	for _, cp := range cps {
+		byReason[cp.Reason] = cp.ID // newest last
+	}
+	arms := replay.ReadArmRecords(src.dispatchDir)
+	for i := range ex.Runs {
+		r := &ex.Runs[i]
+		r.Checkpoint = byReason[replay.ArmCheckpointReason(r.Session)]
+		if r.Checkpoint != "" {
+			continue
+		}
+		rec, ok := arms[r.Session]
+		if !ok || !isDir(rec.WorkTree) {
+			o.warnf("run %s has no checkpoint of its tree and its work tree is gone: no artifact diff for it", r.Session)
+			continue
+		}
+		made, err := store.CreateFrom(c.Context, rec.WorkTree, checkpoint.CreateOptions{Reason: replay.ArmCheckpointReason(r.Session), Source: "replay"})
+		if err != nil {
+			return abDiff{}, err
+		}
+		r.Checkpoint = made.Checkpoint.ID
+		o.notef("checkpoint %s %s: the tree of run %s, from %s", made.Checkpoint.Short(), replay.ArmCheckpointReason(r.Session), r.Session, rec.WorkTree)
+	}
+	if originalCP == "" {
+		originalCP = byReason[replay.ArmCheckpointReason(base+"-original")]
+	}
+	control := map[int]replay.RunStats{}
+	for _, r := range ex.ArmRuns(replay.ArmControl) {
+		control[r.Repeat] = r
+	}
+	var artifacts []replay.ArtifactStat
+	byRun := map[string]*replay.ArtifactStat{}
+	for _, m := range ex.ArmRuns(replay.ArmMutated) {
+		from, fromID := "original", originalCP
+		if cr, ok := control[m.Repeat]; ok {
+			from, fromID = cr.Session, cr.Checkpoint
+		}
+		if fromID == "" || m.Checkpoint == "" {
+			continue
+		}
+		st, err := store.NumStat(c.Context, fromID, m.Checkpoint)
+		if err != nil {
+			return abDiff{}, err
+		}
+		a := replay.ArtifactStat{From: from, To: m.Session, FromID: fromID, ToID: m.Checkpoint, Files: st.FilesChanged, Ins: st.Insertions, Dels: st.Deletions}
+		artifacts = append(artifacts, a)
+		byRun[m.Session] = &artifacts[len(artifacts)-1]
+	}
+	d := abDiff{base: base, ex: ex, report: replay.RenderDiff(ex, artifacts)}
+	d.records = replay.DiffRecords(ex, func(m replay.RunStats) *replay.ArtifactStat { return byRun[m.Session] })
+	var out []byte
+	for _, r := range d.records {
+		line, err := r.Line()
+		if err != nil {
+			return abDiff{}, err
+		}
+		out = append(append(out, line...), '\n')
+	}
+	if err := appendFileSync(filepath.Join(src.dispatchDir, "replay-diff.jsonl"), out); err != nil {
+		return abDiff{}, err
+	}
+	return d, nil
+}
+
+// appendFileSync appends data in one write and syncs it.
+func appendFileSync(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func abSessionsHint(attempts []replay.Attempt) []string {
+	ex := replay.Experiments(attempts)
+	if len(ex) == 0 {
+		return []string{"run one first: rewind replay PATH --mutate ORIG=REPL --exec CMD"}
+	}
+	return []string{"its A/B replays: " + strings.Join(ex, ", ")}
+}
+
+func replayDiffCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "diff",
+		Usage:     "compare the arms of an A/B replay (from the manifest and the arms' checkpoints)",
+		ArgsUsage: "PATH",
+		Description: "Writes the diff report of an A/B replay (the newest one, or each --session S) and appends\n" +
+			"its records to <dispatch-dir>/replay-diff.jsonl. A delegated run whose tree has no checkpoint\n" +
+			"yet is checkpointed from its work tree first.",
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "session", Usage: "the A/B session `S` (or one of its runs' sessions; repeatable)"},
+		},
+		Action: func(c *cli.Context) error { return abFail(c, replayDiffRun(c)) },
+	}
+}
+
+func replayDiffRun(c *cli.Context) error {
+	o := opts(c)
+	if c.NArg() != 1 {
+		return usageErrorf("replay diff takes one PATH argument (a manifest, a dispatch directory or a scratch directory); got %d", c.NArg())
+	}
+	path := c.Args().First()
+	src, err := resolveReplaySource(c, path)
+	if err != nil {
+		return err
+	}
+	ix, err := manifest.Open(src.manifest)
+	if err != nil {
+		return fmt.Errorf("%s: %w", src.manifest, err)
+	}
+	attempts, err := replay.LoadAttempts(ix, src.lookup, time.Local)
+	ix.Close()
+	if err != nil {
+		return err
+	}
+	all := replay.Experiments(attempts)
+	var bases []string
+	for _, s := range c.StringSlice("session") {
+		b := s
+		if base, _, _, ok := replay.SplitRunSession(s); ok {
+			b = base
+		}
+		found := false
+		for _, e := range all {
+			found = found || e == b
+		}
+		if !found {
+			return withHint(usageErrorf("no A/B replay %s in %s", s, src.manifest), abSessionsHint(attempts)...)
+		}
+		bases = appendNew(bases, b)
+	}
+	if len(bases) == 0 {
+		if len(all) == 0 {
+			return withHint(exitErrorf(exitFailure, "no A/B replay in %s", src.manifest), abSessionsHint(attempts)...)
+		}
+		bases = []string{all[len(all)-1]}
+	}
+	var diffs []abDiff
+	for _, b := range bases {
+		d, err := writeABDiff(c, src, sessionOf(src), b, "")
+		if err != nil {
+			return err
+		}
+		diffs = append(diffs, d)
+	}
+	if o.JSON {
+		docs := make([]any, 0, len(diffs))
+		for _, d := range diffs {
+			docs = append(docs, d.json())
+		}
+		return writeJSON(o, map[string]any{"diffs": docs})
+	}
+	for i, d := range diffs {
+		if i > 0 {
+			fmt.Fprintln(o.Stdout)
+		}
+		fmt.Fprint(o.Stdout, d.report)
+	}
+	return nil
+}
