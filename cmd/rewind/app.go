@@ -32,12 +32,35 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := newApp(stdin, stdout, stderr)
 	args, err := reorderArgs(app, args)
 	if err == nil {
-		err = app.RunContext(ctx, args)
+		err = runApp(ctx, app, args, stdout, stderr)
 	}
 	if err != nil && ctx.Err() != nil {
 		err = context.Canceled
 	}
 	return report(stderr, err)
+}
+
+// runApp runs a reordered command line: help pages are rewind's own (see
+// help.go); a command line that names no command, or a group and no command
+// of it, prints the usage on stderr and is a usage error.
+func runApp(ctx context.Context, app *cli.App, args []string, stdout, stderr io.Writer) error {
+	path := commandPath(app, args)
+	if helpRequest(args) {
+		printHelp(stdout, app, path)
+		return nil
+	}
+	if len(path) == 0 || (len(path[len(path)-1].Subcommands) > 0 && path[len(path)-1].Action == nil) {
+		printUsage(stderr, app, path)
+		where := "rewind"
+		for _, c := range path {
+			where += " " + c.Name
+		}
+		if len(path) == 0 {
+			return withHint(usageErrorf("no command given"), "run 'rewind --help' for the commands and their options")
+		}
+		return withHint(usageErrorf("no command given for %s", where), "run '"+where+" --help' for its commands and their options")
+	}
+	return app.RunContext(ctx, args)
 }
 
 // commands lists the command groups. Register a group here only when it works.
@@ -57,10 +80,10 @@ func commands() []*cli.Command {
 
 func globalFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "work-tree", Aliases: []string{"C"}, EnvVars: []string{"REWIND_WORK_TREE"}, Usage: "the work tree to act on (default: the top level of the git repository here, else the current directory)", TakesFile: true},
-		&cli.StringFlag{Name: "store", EnvVars: []string{"REWIND_STORE"}, Usage: "the checkpoint store directory (default: under ~/.claude/projects/)", TakesFile: true},
+		&cli.StringFlag{Name: "work-tree", Aliases: []string{"C"}, EnvVars: []string{"REWIND_WORK_TREE"}, Usage: "the work tree `DIR` to act on (default: the top level of the git repository here, else the current directory)", TakesFile: true},
+		&cli.StringFlag{Name: "store", EnvVars: []string{"REWIND_STORE"}, Usage: "the checkpoint store `DIR` (default: under ~/.claude/projects/)", TakesFile: true},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout"},
-		&cli.StringFlag{Name: "color", EnvVars: []string{"REWIND_COLOR"}, Value: "auto", Usage: "colour output: auto, always or never (NO_COLOR turns auto off)"},
+		&cli.StringFlag{Name: "color", EnvVars: []string{"REWIND_COLOR"}, Value: "auto", Usage: "colour output `WHEN`: auto, always or never (NO_COLOR turns auto off)"},
 		&cli.StringFlag{Name: "now", EnvVars: []string{"REWIND_NOW"}, Usage: "take the current time from this RFC 3339 `TIME`, for reproducible output"},
 		&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "confirm destructive actions (needed without a terminal)"},
 	}

@@ -45,7 +45,7 @@ func checkpointCommand() *cli.Command {
 				Name:      "list",
 				Usage:     "list checkpoints, newest first",
 				ArgsUsage: " ",
-				Flags:     []cli.Flag{&cli.IntFlag{Name: "limit", Usage: "show at most `N` checkpoints"}},
+				Flags:     []cli.Flag{&cli.IntFlag{Name: "limit", Usage: "show at most `N` checkpoints", DefaultText: "all"}},
 				Action:    checkpointList,
 			},
 			{
@@ -82,7 +82,7 @@ func checkpointCommand() *cli.Command {
 				Usage:     "evict all but the newest N checkpoints and reclaim their space",
 				ArgsUsage: " ",
 				Flags: []cli.Flag{
-					&cli.IntFlag{Name: "keep", Usage: "checkpoints to keep (`N`; default REWIND_KEEP, else 50)"},
+					&cli.IntFlag{Name: "keep", Usage: "keep the newest `N` checkpoints", DefaultText: "$REWIND_KEEP, or 50"},
 					wait,
 				},
 				Action: checkpointPrune,

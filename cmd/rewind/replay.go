@@ -45,7 +45,7 @@ func replayCommand() *cli.Command {
 			&cli.BoolFlag{Name: "allow-unfaithful", Usage: "re-dispatch even when a dispatch file and its template are both lost"},
 			&cli.BoolFlag{Name: "no-restore", Usage: "resume on the current disk state, restoring no checkpoint"},
 			&cli.BoolFlag{Name: "keep-head", Usage: "restore files only: leave the project's branch where it is, even when it has moved on from the checkpoint's commit"},
-			&cli.StringSliceFlag{Name: "role-kind", Usage: "verify ROLE as KIND (`ROLE=mutating|output|none`; repeatable)"},
+			&cli.StringSliceFlag{Name: "role-kind", Usage: "verify ROLE's dispatches as KIND: mutating, output or none (`ROLE=KIND`; repeatable)"},
 			&cli.StringFlag{Name: "scratch", EnvVars: []string{"REWIND_SCRATCH"}, Usage: "the pipeline's scratch `DIR` (default: PATH when it is one)", TakesFile: true},
 			&cli.StringFlag{Name: "session", EnvVars: []string{"REWIND_SESSION"}, Usage: "the replay session `ID` (default: fresh)"},
 			&cli.BoolFlag{Name: "takeover", Usage: "replay even while an earlier replay session still has dispatches in flight (they are replayed as usual)"},
