@@ -30,6 +30,13 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		gitexec.Trace = stderr
 	}
 	app := newApp(stdin, stdout, stderr)
+	if len(args) > 1 && args[1] == completeCommand {
+		complete(app, args[2:], stdout)
+		return exitOK
+	}
+	if len(args) > 1 && args[1] == manCommand {
+		return writeMan(app, stdout, stderr)
+	}
 	args, err := reorderArgs(app, args)
 	if err == nil {
 		err = runApp(ctx, app, args, stdout, stderr)
@@ -75,6 +82,7 @@ func commands() []*cli.Command {
 		nodeCommand(),
 		stateCommand(),
 		demoCommand(),
+		completionCommand(),
 	}
 }
 
