@@ -44,7 +44,23 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil && ctx.Err() != nil {
 		err = context.Canceled
 	}
-	return report(stderr, err)
+	o := app.Metadata["options"].(*options)
+	return reportColour(stderr, err, stderrColour(o))
+}
+
+// stderrColour is whether errors are coloured: as --color decided for stderr,
+// or, when the command line failed before the flags were read, as auto would.
+func stderrColour(o *options) bool {
+	if o.resolved {
+		return o.colourErr
+	}
+	switch os.Getenv("REWIND_COLOR") {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	return os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb" && isTerminal(o.rawStderr)
 }
 
 // runApp runs a reordered command line: help pages are rewind's own (see
@@ -98,7 +114,7 @@ func globalFlags() []cli.Flag {
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
-	o := &options{Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	o := &options{Stdin: stdin, Stdout: stdout, Stderr: stderr, rawStderr: stderr}
 	app := &cli.App{
 		Name:  "rewind",
 		Usage: "checkpoints, dispatch manifests and resume for AI-agent pipelines",

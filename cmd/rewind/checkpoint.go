@@ -371,7 +371,9 @@ func checkpointCreate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	done := trackProgress(o, s, "checkpoint")
 	res, err := s.Create(c.Context, checkpoint.CreateOptions{Reason: c.String("reason"), Source: c.String("source"), MaxFileSize: max, Keep: keep})
+	done()
 	if err != nil {
 		return err
 	}
@@ -685,7 +687,9 @@ func checkpointRestore(c *cli.Context) error {
 			return nil
 		}
 	}
+	done := trackProgress(o, s, "restore")
 	res, err := s.Restore(c.Context, ref, opt)
+	done()
 	if err != nil {
 		return err
 	}
@@ -783,7 +787,9 @@ func checkpointPrune(c *cli.Context) error {
 	if err := o.confirm(fmt.Sprintf("Prune the store of %s: evict all but the newest %d checkpoints and delete what only they held?", s.WorkTree, keep)); err != nil {
 		return err
 	}
+	done := trackProgress(o, s, "prune")
 	evicted, before, after, err := s.Prune(c.Context, keep)
+	done()
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fatih/color"
+
 	"github.com/rewind-cli/rewind/checkpoint"
 	"github.com/rewind-cli/rewind/gitexec"
 )
@@ -127,6 +129,12 @@ func classify(err error) (int, []string) {
 
 // report prints err once on stderr and returns the exit code.
 func report(stderr io.Writer, err error) int {
+	return reportColour(stderr, err, false)
+}
+
+// reportColour is report, the error in red and the hints' label in cyan when
+// colour is on.
+func reportColour(stderr io.Writer, err error, colour bool) int {
 	if err == nil {
 		return exitOK
 	}
@@ -145,11 +153,18 @@ func report(stderr io.Writer, err error) int {
 	if code == exitInterrupted {
 		msg = "interrupted"
 	}
+	hintLabel := "hint:"
+	if colour {
+		hintLabel = colourOn(color.FgCyan).Sprint(hintLabel)
+	}
 	for _, line := range strings.Split(strings.TrimRight(msg, "\n"), "\n") {
+		if colour {
+			line = colourOn(color.FgRed).Sprint(line)
+		}
 		fmt.Fprintf(stderr, "rewind: %s\n", line)
 	}
 	for _, h := range hints {
-		fmt.Fprintf(stderr, "rewind: hint: %s\n", h)
+		fmt.Fprintf(stderr, "rewind: %s %s\n", hintLabel, h)
 	}
 	return code
 }

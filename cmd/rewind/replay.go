@@ -399,7 +399,9 @@ func replayRun(c *cli.Context) error {
 		if err := o.confirm(q); err != nil {
 			return err
 		}
+		done := trackProgress(o, store, "replay: restore")
 		res, err := store.Restore(c.Context, plan.Restore.ID, checkpoint.RestoreOptions{})
+		done()
 		if err != nil {
 			return err
 		}
@@ -603,10 +605,17 @@ func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, sessi
 	o := opts(c)
 	r := replay.Runner{Command: c.String("exec"), WorkTree: o.WorkTree, DispatchDir: src.dispatchDir,
 		Session: session, Jobs: c.Int("jobs")}
-	done := 0
+	done, total := 0, 0
+	for _, w := range waves {
+		total += len(w.Jobs)
+	}
+	bar := o.startProgress("replay")
+	defer bar.end(o)
+	finished := 0 // dispatches that ended, whatever their status
 	for i, w := range waves {
 		if w.Checkpoint != "" && i > 0 {
 			waitNextSecond(o)
+			bar.update("checkpoint "+w.Checkpoint, 0, 0)
 			made, err := store.Create(c.Context, checkpoint.CreateOptions{Reason: w.Checkpoint, Source: checkpointSource(skill)})
 			if err != nil {
 				return err
@@ -620,7 +629,10 @@ func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, sessi
 				return err
 			}
 		}
+		bar.update("dispatches ended", finished, total)
 		outcomes, err := r.RunWave(c.Context, w, func(out replay.Outcome) error {
+			finished++
+			bar.update("dispatches ended", finished, total)
 			summary := out.Summary
 			chars, dur := int64(out.OutputChars), int64(out.Duration)
 			_, err := manifest.After(src.dispatchDir, manifest.Completion{Seq: int64(out.Job.Seq), Status: out.Status,
