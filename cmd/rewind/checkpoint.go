@@ -385,7 +385,7 @@ func checkpointCreate(c *cli.Context) error {
 		o.notef("unchanged since %s", res.Unchanged.Short())
 	}
 	if len(res.Evicted) > 0 {
-		o.notef("evicted %d checkpoint(s) beyond the newest %d; `rewind checkpoint prune` reclaims their space", len(res.Evicted), keep)
+		o.notef("evicted %s beyond the newest %d; `rewind checkpoint prune` reclaims their space", plural(len(res.Evicted), "checkpoint", "checkpoints"), keep)
 	}
 	if o.JSON {
 		j := struct {
@@ -611,8 +611,8 @@ func restorePreview(c *cli.Context, s *checkpoint.Store, ref string, opt checkpo
 		}
 		return target.ID, nil
 	}
-	question := fmt.Sprintf("Restore %s to checkpoint %s (%s, taken %s%s)? This writes %d and removes %d files; a safety checkpoint is taken first.",
-		s.WorkTree, target.Short(), target.Reason, target.Time.Format(time.RFC3339), note, len(preview.Write), len(preview.Remove))
+	question := fmt.Sprintf("Restore %s to checkpoint %s (%s, taken %s%s)? This writes %s and removes %s; a safety checkpoint is taken first.",
+		s.WorkTree, target.Short(), target.Reason, target.Time.Format(time.RFC3339), note, plural(len(preview.Write), "file", "files"), plural(len(preview.Remove), "file", "files"))
 	return target.ID, o.confirm(question)
 }
 
@@ -784,7 +784,7 @@ func checkpointPrune(c *cli.Context) error {
 		fmt.Fprintf(o.Stdout, "Nothing to prune: %s has no checkpoint store yet (%s).\n", s.WorkTree, s.Dir)
 		return nil
 	}
-	if err := o.confirm(fmt.Sprintf("Prune the store of %s: evict all but the newest %d checkpoints and delete what only they held?", s.WorkTree, keep)); err != nil {
+	if err := o.confirm(fmt.Sprintf("Prune the store of %s: evict all but the newest %s and delete what only they held?", s.WorkTree, plural(keep, "checkpoint", "checkpoints"))); err != nil {
 		return err
 	}
 	done := trackProgress(o, s, "prune")
@@ -800,7 +800,7 @@ func checkpointPrune(c *cli.Context) error {
 		}
 		return writeJSON(o, map[string]any{"evicted": ids, "kept": keep, "bytes_before": before, "bytes_after": after, "bytes_reclaimed": before - after})
 	}
-	fmt.Fprintf(o.Stdout, "Pruned: evicted %d checkpoint(s), kept the newest %d; the store's repository went from %d to %d bytes.\n", len(evicted), keep, before, after)
+	fmt.Fprintf(o.Stdout, "Pruned: evicted %s, kept the newest %d; the store's repository went from %d to %d bytes.\n", plural(len(evicted), "checkpoint", "checkpoints"), keep, before, after)
 	return nil
 }
 

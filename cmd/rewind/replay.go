@@ -125,7 +125,7 @@ func resolveReplaySource(c *cli.Context, path string) (*replaySource, error) {
 	if err != nil {
 		return nil, manifestPathError(path, err)
 	}
-	for _, n := range loc.Notes {
+	for _, n := range locateNotes(loc, path) {
 		o.warnf("%s", n)
 	}
 	src := &replaySource{manifest: loc.Path, dispatchDir: filepath.Dir(loc.Path)}
@@ -284,7 +284,7 @@ func replayRun(c *cli.Context) error {
 			msg = fmt.Sprintf("no checkpoint to resume from: the store holds no boundary checkpoint (the crash is at seq %d, %s); cannot restore a safe state", plan.ProblemSeq, phase)
 		}
 		return withHint(exitErrorf(exitGuard, "%s", msg),
-			"resume on the current disk state, restoring nothing: rewind replay "+path+" --no-restore",
+			"resume on the current disk state, restoring nothing: "+replayAgain(c, path, "--no-restore"),
 			"or start fresh: rewind pipeline start --force")
 	}
 	if err != nil {
@@ -384,7 +384,7 @@ func replayRun(c *cli.Context) error {
 			return err
 		}
 		if head != nil && head.Refused != nil {
-			return headRefusal(head, path)
+			return headRefusal(head, replayAgain(c, path, "--keep-head"))
 		}
 		q := fmt.Sprintf("About to restore working directory to checkpoint %s (taken at %s", plan.Restore.Reason, plan.Restore.Time.Format(time.RFC3339))
 		if src.marker != nil && src.marker.Branch != nil {
@@ -584,18 +584,22 @@ func printDelegatePlan(o *options, src *replaySource, session, skill string, wav
 		n += len(w.Jobs)
 	}
 	fmt.Fprintf(o.Stdout, "\n# Re-dispatch plan (session %s)\n\n", session)
-	fmt.Fprintf(o.Stdout, "%d dispatch(es) in %d wave(s); the dispatch files and `dispatched` entries are written in %s.\n", n, len(waves), src.dispatchDir)
+	fmt.Fprintf(o.Stdout, "%s in %s; the dispatch files and `dispatched` entries are written in %s.\n", plural(n, "dispatch", "dispatches"), plural(len(waves), "wave", "waves"), src.dispatchDir)
 	for i, w := range waves {
 		fmt.Fprintf(o.Stdout, "\n## Wave %d", i+1)
 		if w.Checkpoint != "" {
-			fmt.Fprintf(o.Stdout, " (first: rewind checkpoint create --reason %s --source %s)", w.Checkpoint, checkpointSource(skill))
+			fmt.Fprintf(o.Stdout, " (first: rewind checkpoint create --reason %s --source %s)", shellArg(w.Checkpoint), shellArg(checkpointSource(skill)))
 		}
-		fmt.Fprintf(o.Stdout, "\n| Seq | Replays | Role | Phase | Dispatch file |\n|-----|---------|------|-------|---------------|\n")
+		fmt.Fprintf(o.Stdout, "\n| Seq | Replays | Role | Phase | Task | Dispatch file |\n|-----|---------|------|-------|------|---------------|\n")
 		for _, j := range w.Jobs {
-			fmt.Fprintf(o.Stdout, "| %d | %d | %s | %s | %s |\n", j.Seq, j.ReplayOf, orDash(j.From.Role), orDash(j.From.Phase), filepath.Base(j.DispatchFile))
+			task := "-"
+			if j.From.Task != nil {
+				task = strconv.Itoa(*j.From.Task)
+			}
+			fmt.Fprintf(o.Stdout, "| %d | %d | %s | %s | %s | %s |\n", j.Seq, j.ReplayOf, orDash(j.From.Role), orDash(j.From.Phase), task, filepath.Base(j.DispatchFile))
 		}
 	}
-	fmt.Fprintf(o.Stdout, "\nRecord each completion with: rewind dispatch after --dir %s --seq N --status completed --summary TEXT\n", src.dispatchDir)
+	fmt.Fprintf(o.Stdout, "\nRecord each completion with: rewind dispatch after --dir %s --seq N --status completed --summary TEXT\n", shellArg(src.dispatchDir))
 }
 
 // runReplay runs the waves through --exec, recording each outcome in the
@@ -684,10 +688,10 @@ func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, sessi
 			}
 			return withHint(exitErrorf(exitFailure, "seq %d (%s, phase %s) failed (exit status %d); the replay stopped with its state recorded in the manifest",
 				failed.Job.Seq, orDash(failed.Job.From.Role), orDash(failed.Job.From.Phase), failed.ExitCode),
-				"resume it again: rewind replay "+path)
+				"resume it again: "+replayAgain(c, path))
 		}
 	}
-	o.notef("replay %s complete: %d dispatches completed", session, done)
+	o.notef("replay %s complete: %s completed", session, plural(done, "dispatch", "dispatches"))
 	return nil
 }
 
@@ -833,7 +837,7 @@ func inFlightGuard(c *cli.Context, plan *replay.Plan, path string) error {
 	}
 	return withHint(exitErrorf(exitGuard, "%s", msg),
 		"let it finish: its skill records each completion with rewind dispatch after",
-		"or take its dispatches over (they are replayed again): rewind replay "+path+" --takeover")
+		"or take its dispatches over (they are replayed again): "+replayAgain(c, path, "--takeover"))
 }
 
 // pick is one when n is 1, else many.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -61,10 +62,11 @@ func warnNoHead(c *cli.Context, cp *checkpoint.Checkpoint) {
 	opts(c).warnf("%s", msg)
 }
 
-// headRefusal is the fail-closed guard's error for a move that cannot be made.
-func headRefusal(m *replay.HeadMove, path string) error {
+// headRefusal is the fail-closed guard's error for a move that cannot be made;
+// keepHead is the command line that replays with --keep-head.
+func headRefusal(m *replay.HeadMove, keepHead string) error {
 	return withHint(exitErrorf(exitGuard, "%s", m.Refused.Message),
-		"restore the files and leave the branch where it is: rewind replay "+path+" --keep-head")
+		"restore the files and leave the branch where it is: "+keepHead)
 }
 
 // moveHeadBack makes the move, after the restore, and says what left the
@@ -76,7 +78,7 @@ func moveHeadBack(c *cli.Context, m *replay.HeadMove, res *checkpoint.Restored, 
 	if err != nil {
 		return withHint(fmt.Errorf("the files are restored, but branch %s was not moved back: %w", m.Branch, err),
 			fmt.Sprintf("undo the restore: rewind checkpoint restore %s --yes", res.Safety.Short()),
-			"or resume without moving the branch: rewind replay "+path+" --keep-head")
+			"or resume without moving the branch: "+replayAgain(c, path, "--keep-head"))
 	}
 	o.notef("moved branch %s back from %s to %s, the commit checkpoint %s recorded; %s left it: %s",
 		moved.Branch, short8(moved.From), short8(moved.To), res.Target.Reason,
@@ -104,4 +106,47 @@ func headMoveJSON(m *replay.HeadMove) any {
 	}
 	return map[string]any{"branch": branch, "from": m.From, "to": m.To, "leaving": leaving,
 		"undo": m.Undo, "refused": refused}
+}
+
+// replayAgain is the command line that runs this replay again, for a hint: the
+// path and every flag the user gave that shapes the run (--exec, --jobs, ...),
+// shell-quoted so it can be pasted, then extra flags (--keep-head, ...).
+// --dry-run and --session are left out: a new run is a new session.
+func replayAgain(c *cli.Context, path string, extra ...string) string {
+	words := []string{"rewind"}
+	o := opts(c)
+	// The global flags given on the command line (not through the
+	// environment, which the pasted command inherits).
+	if c.IsSet("work-tree") && c.String("work-tree") != os.Getenv("REWIND_WORK_TREE") {
+		words = append(words, "-C", shellArg(o.WorkTree))
+	}
+	if c.IsSet("store") && c.String("store") != os.Getenv("REWIND_STORE") {
+		words = append(words, "--store", shellArg(o.Store))
+	}
+	words = append(words, "replay")
+	if path != "" {
+		words = append(words, shellArg(path))
+	}
+	has := map[string]bool{}
+	for _, name := range []string{"exec", "jobs", "templates", "scratch", "from-phase", "from-seq"} {
+		if c.IsSet(name) {
+			words = append(words, "--"+name, shellArg(c.String(name)))
+			has[name] = true
+		}
+	}
+	for _, rk := range c.StringSlice("role-kind") {
+		words = append(words, "--role-kind", shellArg(rk))
+	}
+	for _, name := range []string{"allow-unfaithful", "no-restore", "keep-head", "takeover", "yes"} {
+		if c.Bool(name) {
+			words = append(words, "--"+name)
+			has[name] = true
+		}
+	}
+	for _, e := range extra {
+		if !has[strings.TrimPrefix(e, "--")] {
+			words = append(words, e)
+		}
+	}
+	return strings.Join(words, " ")
 }
