@@ -39,7 +39,7 @@ func replayCommand() *cli.Command {
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan and change nothing"},
 			&cli.StringFlag{Name: "from-phase", Usage: "resume from the start of phase `P` (overrides the automatic point)"},
 			&cli.IntFlag{Name: "from-seq", Usage: "resume from the start of the phase holding seq `N`"},
-			&cli.StringFlag{Name: "exec", Usage: "run each re-dispatch with `CMD` (sh -c in the work tree; REWIND_* variables describe it)"},
+			&cli.StringFlag{Name: "exec", Usage: "run each re-dispatch with `CMD` (sh -c in the work tree; stdin is empty (/dev/null): the dispatch file is $REWIND_DISPATCH_FILE, and other REWIND_* variables describe it; stdout is the result)"},
 			&cli.IntFlag{Name: "jobs", Value: 1, Usage: "run up to `N` dispatches of a wave in parallel (with --exec)"},
 			&cli.StringFlag{Name: "templates", Usage: "regenerate lost dispatch files from <template>.md or <template>-prompt.md in `DIR` or its skills/*/ (a crucible checkout)", TakesFile: true},
 			&cli.BoolFlag{Name: "allow-unfaithful", Usage: "re-dispatch even when a dispatch file and its template are both lost"},
@@ -390,9 +390,26 @@ func replayRun(c *cli.Context) error {
 		if src.marker != nil && src.marker.Branch != nil {
 			q += ", branch " + *src.marker.Branch
 		}
-		q += "). This will reset uncommitted changes"
+		q += ")"
+		if !o.Yes {
+			// The question in numbers, as checkpoint restore's. (With --yes
+			// it is not asked, and the preview, which costs as much as the
+			// safety checkpoint, is skipped.)
+			preview, err := store.Restore(c.Context, plan.Restore.ID, checkpoint.RestoreOptions{DryRun: true})
+			if err != nil {
+				return err
+			}
+			q += fmt.Sprintf(". This writes %s and removes %s", plural(len(preview.Write), "file", "files"), plural(len(preview.Remove), "file", "files"))
+			if committed := committedWork(c, store, plan.Restore.ID, append(append([]string{}, preview.Write...), preview.Remove...)); len(committed) > 0 {
+				if len(committed) > 10 {
+					committed = append(committed[:10], fmt.Sprintf("and %d more", len(committed)-10))
+				}
+				q += "; committed work in these files: " + strings.Join(committed, ", ")
+			}
+			q += "; uncommitted changes are reset (a safety checkpoint keeps them)"
+		}
 		if head != nil {
-			q += fmt.Sprintf(" and move branch %s back from %s to the checkpoint's commit %s; %s leave the branch: %s",
+			q += fmt.Sprintf(". Branch %s moves back from %s to the checkpoint's commit %s; %s leave the branch: %s",
 				head.Branch, short8(head.From), short8(head.To), plural(len(head.Leaving), "commit", "commits"), replay.NameCommits(head.Leaving))
 		}
 		q += ". Proceed?"
@@ -686,9 +703,16 @@ func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, sessi
 				}
 				o.notef("seq %d (%s, replays %d): not sent", j.Seq, orDash(j.From.Role), j.ReplayOf)
 			}
+			var hints []string
+			if failed.ExitCode == 126 || failed.ExitCode == 127 {
+				// sh's own codes: the command was not found, or not executable.
+				what := map[int]string{126: "found but could not be run (not executable?)", 127: "not found"}[failed.ExitCode]
+				hints = append(hints, fmt.Sprintf("exit status %d is sh's: the --exec command was %s. --exec runs CMD with sh -c in the work tree, so pass it as one quoted argument with a path sh can find, e.g. --exec './agent.sh --fast'; the agent's messages are in %s",
+					failed.ExitCode, what, shellArg(strings.TrimSuffix(failed.Job.DispatchFile, ".md")+"-stderr.log")))
+			}
+			hints = append(hints, "resume it again: "+replayAgain(c, path))
 			return withHint(exitErrorf(exitFailure, "seq %d (%s, phase %s) failed (exit status %d); the replay stopped with its state recorded in the manifest",
-				failed.Job.Seq, orDash(failed.Job.From.Role), orDash(failed.Job.From.Phase), failed.ExitCode),
-				"resume it again: "+replayAgain(c, path))
+				failed.Job.Seq, orDash(failed.Job.From.Role), orDash(failed.Job.From.Phase), failed.ExitCode), hints...)
 		}
 	}
 	o.notef("replay %s complete: %s completed", session, plural(done, "dispatch", "dispatches"))

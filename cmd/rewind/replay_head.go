@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -149,4 +150,48 @@ func replayAgain(c *cli.Context, path string, extra ...string) string {
 		}
 	}
 	return strings.Join(words, " ")
+}
+
+// committedWork lists which of paths (relative to the work tree) hold work
+// committed since the checkpoint id recorded the project's HEAD: the files the
+// commits made since then changed. Nothing when the checkpoint recorded no
+// HEAD or the project cannot be read.
+func committedWork(c *cli.Context, store *checkpoint.Store, id string, paths []string) []string {
+	cps, err := store.List(c.Context)
+	if err != nil {
+		return nil
+	}
+	recorded := ""
+	for _, cp := range cps {
+		if cp.ID == id {
+			recorded = cp.Head
+		}
+	}
+	if recorded == "" || len(paths) == 0 {
+		return nil
+	}
+	p := gitexec.Project{Dir: opts(c).WorkTree}
+	prefixOut, err := p.Run(c.Context, "rev-parse", "--show-prefix")
+	if err != nil {
+		return nil
+	}
+	prefix := strings.TrimSpace(string(prefixOut))
+	out, err := p.Run(c.Context, "diff-tree", "-r", "-z", "--name-only", "--no-renames", recorded, "HEAD", "--")
+	if err != nil {
+		return nil
+	}
+	changed := map[string]bool{}
+	for _, path := range strings.Split(string(out), "\x00") {
+		if rel, ok := strings.CutPrefix(path, prefix); ok && rel != "" {
+			changed[rel] = true
+		}
+	}
+	var committed []string
+	for _, path := range paths {
+		if changed[path] {
+			committed = append(committed, path)
+		}
+	}
+	sort.Strings(committed)
+	return committed
 }
