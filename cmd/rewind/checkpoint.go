@@ -61,6 +61,7 @@ func checkpointCommand() *cli.Command {
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "stat", Usage: "git's --stat summary"},
 					&cli.BoolFlag{Name: "patch", Usage: "the full patch"},
+					&cli.BoolFlag{Name: "z", Usage: "the list of paths NUL-separated, unquoted (STATUS NUL PATH NUL, as git diff --name-status -z)"},
 					wait,
 				},
 				Action: checkpointDiff,
@@ -516,7 +517,7 @@ func checkpointShow(c *cli.Context) error {
 	}
 	fmt.Fprintf(w, "files:     %d\n", files)
 	for _, sk := range cp.Skipped {
-		fmt.Fprintf(w, "skipped:   %s: %s\n", sk.Path, sk.Why)
+		fmt.Fprintf(w, "skipped:   %s: %s\n", gitQuotePath(sk.Path), sk.Why)
 	}
 	if prev != nil {
 		fmt.Fprintf(w, "changes since %s (%s):\n", prev.Short(), prev.Reason)
@@ -524,7 +525,7 @@ func checkpointShow(c *cli.Context) error {
 		fmt.Fprintf(w, "changes (first checkpoint):\n")
 	}
 	for _, ch := range changes {
-		fmt.Fprintf(w, "%s\t%s\n", ch.Status, ch.Path)
+		fmt.Fprintf(w, "%s\t%s\n", ch.Status, gitQuotePath(ch.Path))
 	}
 	return nil
 }
@@ -543,6 +544,9 @@ func checkpointDiff(c *cli.Context) error {
 	}
 	if c.Bool("stat") && c.Bool("patch") {
 		return usageErrorf("--stat and --patch exclude each other")
+	}
+	if c.Bool("z") && (c.Bool("stat") || c.Bool("patch")) {
+		return usageErrorf("-z goes with the list of paths, not with --stat or --patch")
 	}
 	format := ""
 	if c.Bool("stat") {
@@ -571,7 +575,11 @@ func checkpointDiff(c *cli.Context) error {
 		return err
 	}
 	for _, ch := range changes {
-		fmt.Fprintf(o.Stdout, "%s\t%s\n", ch.Status, ch.Path)
+		if c.Bool("z") {
+			fmt.Fprintf(o.Stdout, "%s\x00%s\x00", ch.Status, ch.Path)
+			continue
+		}
+		fmt.Fprintf(o.Stdout, "%s\t%s\n", ch.Status, gitQuotePath(ch.Path))
 	}
 	return nil
 }
@@ -606,7 +614,7 @@ func restorePreview(c *cli.Context, s *checkpoint.Store, ref string, opt checkpo
 			paths []string
 		}{{"write", preview.Write}, {"remove", preview.Remove}, {"mkdir", preview.Mkdir}, {"rmdir", preview.Rmdir}, {"chmod", preview.Chmod}} {
 			for _, p := range list.paths {
-				fmt.Fprintf(o.Stdout, "%s\t%s\n", list.verb, p)
+				fmt.Fprintf(o.Stdout, "%s\t%s\n", list.verb, gitQuotePath(p))
 			}
 		}
 		return target.ID, nil
