@@ -14,6 +14,7 @@ import (
 
 	"github.com/rewind-cli/rewind/checkpoint"
 	"github.com/rewind-cli/rewind/gitexec"
+	"github.com/rewind-cli/rewind/replay"
 )
 
 // `rewind checkpoint` keeps exact snapshots of the work tree in a shadow git
@@ -371,6 +372,9 @@ func checkpointCreate(c *cli.Context) error {
 	s, err := openStore(c)
 	if err != nil {
 		return err
+	}
+	if known, ok := replay.BoundaryTypo(c.String("reason")); ok {
+		o.warnf("reason %q looks like the boundary %s mistyped: it is taken as given, but replay resumes only from a boundary's known form (%s)", c.String("reason"), known, known)
 	}
 	done := trackProgress(o, s, "checkpoint")
 	res, err := s.Create(c.Context, checkpoint.CreateOptions{Reason: c.String("reason"), Source: c.String("source"), MaxFileSize: max, Keep: keep})
