@@ -338,7 +338,12 @@ func replayRun(c *cli.Context) error {
 	}
 	report.Head = head
 
+	lock := staleIndexLock(c)
 	if c.Bool("dry-run") {
+		if lock != "" {
+			o.warnf("%s exists: a git command in the project died and left it, or one runs now; the agents' git commands would fail while it is there", lock)
+			o.hintf("if no git command runs in the project, remove it: rm %s", shellArg(lock))
+		}
 		if plan.Restore != nil {
 			// The real run would refuse: say so now.
 			if err := branchGuard(c, src.marker); err != nil {
@@ -375,6 +380,17 @@ func replayRun(c *cli.Context) error {
 	// Refuse an unfaithful replay before restoring anything.
 	if err := rd.Check(plan.Redo); err != nil {
 		return withHint(err, unfaithfulHint)
+	}
+
+	// A lock left in the project's .git would fail every agent's commit: refuse
+	// before anything changes (with --exec), or warn the calling skill.
+	if lock != "" {
+		if c.String("exec") != "" {
+			return withHint(exitErrorf(exitFailure, "%s exists: a git command in the project died and left it, or one runs now; every agent's git command would fail, so no agent was run and nothing was changed", lock),
+				"if no git command runs in the project, remove it: rm "+shellArg(lock),
+				"then: "+replayAgain(c, path))
+		}
+		o.warnf("%s exists: the agents' git commands will fail while it is there; if no git command runs in the project, remove it: rm %s", lock, shellArg(lock))
 	}
 
 	// Guards: the branch the pipeline ran on, then confirmation.
@@ -878,4 +894,18 @@ func joinInts(ns []int) string {
 		s[i] = strconv.Itoa(n)
 	}
 	return strings.Join(s, ", ")
+}
+
+// staleIndexLock is the project's .git/index.lock when it exists, else "".
+func staleIndexLock(c *cli.Context) string {
+	o := opts(c)
+	out, err := gitexec.Project{Dir: o.WorkTree}.Run(c.Context, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return ""
+	}
+	lock := filepath.Join(strings.TrimSpace(string(out)), "index.lock")
+	if _, err := os.Lstat(lock); err != nil {
+		return ""
+	}
+	return lock
 }
