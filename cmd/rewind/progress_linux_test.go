@@ -160,3 +160,47 @@ func TestProgressLine(t *testing.T) {
 		t.Errorf("a slow rate is per minute: %q", out.String())
 	}
 }
+
+// TestColourFollowsStderr: on a terminal stderr, an error is red and its hint
+// label cyan, even with stdout in a pipe; a warning is yellow; in a pipe, or
+// with NO_COLOR, nothing is coloured.
+func TestColourFollowsStderr(t *testing.T) {
+	t.Setenv("TERM", "xterm")
+	t.Setenv("NO_COLOR", "")
+	t.Setenv("REWIND_COLOR", "")
+	t.Setenv("REWIND_NOW", "")
+	master, term := openPTY(t)
+	get := readTerminal(master, term)
+	var stdout bytes.Buffer
+	if code := runWith([]string{"rewind", "chekpoint"}, strings.NewReader(""), &stdout, term); code != exitUsage {
+		t.Fatalf("exit %d", code)
+	}
+	wt := t.TempDir()
+	os.WriteFile(filepath.Join(wt, "big.txt"), []byte("more than one byte"), 0o644)
+	if code := runWith([]string{"rewind", "-C", wt, "--store", filepath.Join(t.TempDir(), "s"), "checkpoint", "create", "--reason", "a", "--max-file-size", "1"}, strings.NewReader(""), &stdout, term); code != 0 {
+		t.Fatalf("create: exit %d", code)
+	}
+	shown := get()
+	for _, want := range []string{
+		"rewind: \x1b[31munknown command \"chekpoint\"",
+		"rewind: \x1b[36mhint:\x1b[0m did you mean rewind checkpoint?",
+		"rewind: \x1b[33mwarning:\x1b[0m skipped big.txt",
+	} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("the terminal lacks %q:\n%q", want, shown)
+		}
+	}
+
+	var pipe bytes.Buffer
+	runWith([]string{"rewind", "chekpoint"}, strings.NewReader(""), &stdout, &pipe)
+	if strings.Contains(pipe.String(), "\x1b") {
+		t.Errorf("colour in a pipe: %q", pipe.String())
+	}
+	t.Setenv("NO_COLOR", "1")
+	master2, term2 := openPTY(t)
+	get2 := readTerminal(master2, term2)
+	runWith([]string{"rewind", "chekpoint"}, strings.NewReader(""), &stdout, term2)
+	if s := get2(); strings.Contains(s, "\x1b") {
+		t.Errorf("colour with NO_COLOR: %q", s)
+	}
+}
