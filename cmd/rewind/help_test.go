@@ -1,6 +1,9 @@
 package main
 
 import (
+	"io"
+
+	"github.com/urfave/cli/v2"
 	"strings"
 	"testing"
 )
@@ -41,4 +44,43 @@ func TestReflowKeepsListsAndParagraphs(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("reflow:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// TestExamplesNameTheirCommand: every command the examples table names exists,
+// and each of its examples runs it. (Commands without examples are allowed, so
+// that a command added elsewhere does not break this test; their help simply
+// has no EXAMPLES section.)
+func TestExamplesNameTheirCommand(t *testing.T) {
+	app := newApp(strings.NewReader(""), io.Discard, io.Discard)
+	for name, ex := range examples {
+		if name == "" {
+			continue
+		}
+		if path := pathTo(app, strings.Fields(name)); len(path) != len(strings.Fields(name)) {
+			t.Errorf("examples for %q: no such command", name)
+		}
+		if len(ex) == 0 || len(ex) > 3 {
+			t.Errorf("%s: %d examples", name, len(ex))
+		}
+		for _, e := range ex {
+			if !strings.Contains(e, name) || !strings.Contains(e, "rewind ") {
+				t.Errorf("%s: the example %q does not run it", name, e)
+			}
+		}
+	}
+	// Today's commands all have theirs.
+	var walk func(prefix string, cmds []*cli.Command)
+	walk = func(prefix string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			name := strings.TrimSpace(prefix + " " + c.Name)
+			switch name {
+			case "version", "checkpoint", "dispatch", "manifest", "pipeline", "replay", "node", "state", "demo", "completion":
+				if len(examples[name]) == 0 {
+					t.Errorf("%s has no examples", name)
+				}
+			}
+			walk(name, c.Subcommands)
+		}
+	}
+	walk("", app.Commands)
 }
