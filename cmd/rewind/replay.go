@@ -97,7 +97,7 @@ func replayPath(c *cli.Context) (string, error) {
 	if len(loc.Candidates) > 1 {
 		hints := make([]string, 0, len(loc.Candidates))
 		for i, m := range loc.Candidates {
-			h := "rewind replay " + filepath.Dir(m)
+			h := "rewind replay " + shellArg(filepath.Dir(m))
 			if i == 0 {
 				h += " (the newest)"
 			}
