@@ -204,3 +204,39 @@ func TestColourFollowsStderr(t *testing.T) {
 		t.Errorf("colour with NO_COLOR: %q", s)
 	}
 }
+
+// TestProgressTicker: with the redraw ticker running (as on a real terminal),
+// the line still ends cleared; run under -race it checks the ticker's drawing
+// against the steps' updates and the other lines on stderr.
+func TestProgressTicker(t *testing.T) {
+	oldDelay, oldInterval := progressDelay, progressInterval
+	progressDelay, progressInterval = 0, time.Millisecond
+	t.Cleanup(func() { progressDelay, progressInterval = oldDelay, oldInterval })
+	t.Setenv("TERM", "xterm")
+	t.Setenv("NO_COLOR", "1")
+	t.Setenv("REWIND_NOW", "")
+	wt := t.TempDir()
+	for i := range 200 {
+		os.WriteFile(filepath.Join(wt, fmt.Sprintf("f%03d", i)), []byte("x"), 0o644)
+	}
+	os.WriteFile(filepath.Join(wt, "big"), []byte("more than one byte"), 0o644)
+	master, term := openPTY(t)
+	get := readTerminal(master, term)
+	var stdout bytes.Buffer
+	code := runWith([]string{"rewind", "-C", wt, "--store", filepath.Join(t.TempDir(), "s"), "checkpoint", "create", "--reason", "a", "--max-file-size", "2"}, strings.NewReader(""), &stdout, term)
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	shown := get()
+	last := strings.LastIndex(shown, "rewind: checkpoint:")
+	if last < 0 {
+		t.Fatalf("no progress line: %q", shown)
+	}
+	if rest := shown[last:]; !strings.Contains(rest, "\r\x1b[K") {
+		t.Errorf("not cleared at the end: %q", rest)
+	}
+	// The warning about the big file stands on a line of its own.
+	if !regexp.MustCompile(`(^|\n|\x1b\[K)rewind: warning: skipped big`).MatchString(shown) {
+		t.Errorf("the warning is not on a line of its own: %q", shown)
+	}
+}
