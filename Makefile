@@ -7,7 +7,11 @@ BIN     ?= bin/rewind
 PREFIX  ?= /usr/local
 FUZZTIME ?= 10s
 
-.PHONY: all demo build install test e2e race fmt-check vet tidy-check update-golden fuzz bench bench-quick bench-large soak clean
+DIST    ?= dist
+# The platforms `make dist` builds for, as GOOS/GOARCH.
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+
+.PHONY: all demo build install man dist test e2e race fmt-check vet tidy-check update-golden fuzz bench bench-quick bench-large soak clean
 
 all: build
 
@@ -19,10 +23,28 @@ demo: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/rewind
 
-## install: build and copy to $(PREFIX)/bin
-install: build
-	install -d $(DESTDIR)$(PREFIX)/bin
+## install: build and copy to $(PREFIX)/bin, with the man page
+install: build man
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/rewind
+	install -m 0644 bin/rewind.1 $(DESTDIR)$(PREFIX)/share/man/man1/rewind.1
+
+## man: the man page bin/rewind.1, from the command table (read it: man -l bin/rewind.1)
+man: build
+	$(BIN) __man > bin/rewind.1.tmp && mv bin/rewind.1.tmp bin/rewind.1
+
+## dist: static binaries for $(PLATFORMS) in $(DIST)/, version stamped, with the
+## man page and SHA256SUMS
+dist: man
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	@set -e; for p in $(PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; out=$(DIST)/rewind-$(VERSION)-$$os-$$arch; \
+	  echo "build $$out"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out ./cmd/rewind; \
+	done
+	cp bin/rewind.1 $(DIST)/rewind.1
+	cd $(DIST) && if command -v sha256sum >/dev/null; then sha256sum rewind-* rewind.1; else shasum -a 256 rewind-* rewind.1; fi > SHA256SUMS
+	@cat $(DIST)/SHA256SUMS
 
 ## test: formatting, vet, module tidiness, then every test (script tests included)
 test: fmt-check vet tidy-check
@@ -89,4 +111,4 @@ soak:
 	REWIND_SOAK=1 $(GO) test -count=1 -timeout 0 ./...
 
 clean:
-	rm -rf bin
+	rm -rf bin $(DIST)

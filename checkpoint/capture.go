@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -165,7 +166,8 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	}
 	s.prewrite(ctx, fresh)
 	if len(update) > 0 {
-		if _, err := g.RunInput(ctx, nulJoin(update), "update-index", "--add", "--remove", "--replace", "-z", "--stdin"); err != nil {
+		input := s.countPaths("hashing files", nulJoin(update), len(update), new(atomic.Int64))
+		if _, err := g.RunInput(ctx, input, "update-index", "--add", "--remove", "--replace", "-z", "--stdin"); err != nil {
 			return nil, err
 		}
 	}
@@ -231,6 +233,7 @@ func (s *Store) prewrite(ctx context.Context, files []verdict) {
 	sorted := append([]verdict(nil), files...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].size > sorted[j].size })
 	shares := make([][]string, runtime.NumCPU())
+	written := new(atomic.Int64)
 	for i, v := range sorted {
 		shares[i%len(shares)] = append(shares[i%len(shares)], v.path)
 	}
@@ -248,7 +251,7 @@ func (s *Store) prewrite(ctx context.Context, files []verdict) {
 		jobs = append(jobs, func() error {
 			// update-index, not hash-object: it never follows a symlink nor
 			// opens a fifo, and --remove leaves out a file gone since.
-			g.RunInput(ctx, nulJoin(share), "update-index", "--add", "--remove", "-z", "--stdin")
+			g.RunInput(ctx, s.countPaths("writing files", nulJoin(share), len(files), written), "update-index", "--add", "--remove", "-z", "--stdin")
 			return nil
 		})
 	}

@@ -741,7 +741,8 @@ func (s *Store) Prune(ctx context.Context, keep int) (evicted []*Checkpoint, bef
 	// repack and prune rather than gc: both run as rewind's direct children, so
 	// they die with it (gc's own children would not), and no gc.pid lock can
 	// outlive a killed prune.
-	for _, args := range [][]string{{"repack", "-a", "-d", "-q"}, {"prune", "--expire=now"}} {
+	for i, args := range [][]string{{"repack", "-a", "-d", "-q"}, {"prune", "--expire=now"}} {
+		s.progress([]string{"repacking objects", "deleting unreachable objects"}[i], 0, 0)
 		if _, err := g.Run(ctx, args...); err != nil {
 			return evicted, before, 0, err
 		}

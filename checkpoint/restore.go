@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -493,7 +494,10 @@ func (s *Store) checkHeld(target *Checkpoint, entries map[string]string, files [
 func (s *Store) apply(ctx context.Context, entries map[string]string, p *restorePlan, target *Checkpoint, cur *capture, files []string) error {
 	targetDirs := p.dirs
 	emptied := map[string]bool{}
-	for _, r := range p.remove {
+	for i, r := range p.remove {
+		if i%256 == 0 || i == len(p.remove)-1 {
+			s.progress("removing files", i+1, len(p.remove))
+		}
 		full, err := s.inside(r)
 		if err != nil {
 			return err
@@ -594,7 +598,7 @@ func (s *Store) checkout(ctx context.Context, entries map[string]string, write [
 	if _, err := g.RunInput(ctx, &info, "update-index", "--add", "-z", "--index-info"); err != nil {
 		return err
 	}
-	if _, err := g.RunInput(ctx, nulJoin(write), "checkout-index", "--force", "-z", "--stdin"); err != nil {
+	if _, err := g.RunInput(ctx, s.countPaths("writing files", nulJoin(write), len(write), new(atomic.Int64)), "checkout-index", "--force", "-z", "--stdin"); err != nil {
 		return err
 	}
 	for _, w := range write {

@@ -31,6 +31,10 @@ type Store struct {
 	Wait time.Duration
 	// Warn receives warnings (a moved-aside corrupt store, skipped files).
 	Warn func(string)
+	// Progress, when set, is told how far a long step has come: step names
+	// what is counted ("hashing files"), done of total (0: not counted). It
+	// may be called from several goroutines at once, and often.
+	Progress func(step string, done, total int)
 	// Foreign is the work tree the store records when it was opened read-only
 	// for another one (OpenReadOnly): a moved or renamed project reading its
 	// old checkpoints. Every operation that writes the store refuses then.

@@ -24,6 +24,10 @@ type Located struct {
 	// Candidates lists every dispatch directory's manifest found in a parent
 	// directory, newest first (How == "parent").
 	Candidates []string
+	// LiveOnly: How == "scratch" and the manifest in the dispatch directory
+	// (under /tmp) is the only one: the scratch directory has no durable copy
+	// (yet: dispatch cleanup makes it at the end of a run).
+	LiveOnly bool
 }
 
 // Locate resolves PATH as `rewind manifest show` and `rewind replay` take it: a
@@ -98,7 +102,7 @@ func locateScratch(scratch string) (*Located, error) {
 		return &Located{Path: durable, How: "scratch", Notes: []string{
 			fmt.Sprintf("using the durable copy %s (%s is gone)", durable, live)}}, nil
 	case isFile(live):
-		return &Located{Path: live, How: "scratch", Notes: []string{
+		return &Located{Path: live, How: "scratch", LiveOnly: true, Notes: []string{
 			fmt.Sprintf("using %s, named by %s (no durable copy %s)", live, filepath.Join(scratch, ActiveMarker), durable)}}, nil
 	}
 	return nil, fmt.Errorf("%s: %w (neither %s nor %s exists)", scratch, ErrNoManifest, durable, live)

@@ -31,19 +31,65 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	out := &countingWriter{w: stdout}
 	app := newApp(stdin, out, stderr)
+	if len(args) > 1 && args[1] == completeCommand {
+		complete(app, args[2:], stdout)
+		return exitOK
+	}
+	if len(args) > 1 && args[1] == manCommand {
+		return writeMan(app, stdout, stderr)
+	}
 	jsonOut := wantsJSON(args)
 	ordered, err := reorderArgs(app, args)
 	if err == nil {
-		err = app.RunContext(ctx, ordered)
+		err = runApp(ctx, app, ordered, out, stderr)
 	}
 	if err != nil && ctx.Err() != nil {
 		err = context.Canceled
 	}
-	code := report(out, stderr, jsonOut, err)
+	o := app.Metadata["options"].(*options)
+	code := report(out, stderr, jsonOut, err, stderrColour(o))
 	if code == exitUsage && isHookCall(args) {
 		code = exitFailure // Claude Code reads a hook's exit 2 as "block the agent"
 	}
 	return code
+}
+
+// stderrColour is whether errors are coloured: as --color decided for stderr,
+// or, when the command line failed before the flags were read, as auto would.
+func stderrColour(o *options) bool {
+	if o.resolved {
+		return o.colourErr
+	}
+	switch os.Getenv("REWIND_COLOR") {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	return os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb" && isTerminal(o.rawStderr)
+}
+
+// runApp runs a reordered command line: help pages are rewind's own (see
+// help.go); a command line that names no command, or a group and no command
+// of it, prints the usage on stderr and is a usage error.
+func runApp(ctx context.Context, app *cli.App, args []string, stdout, stderr io.Writer) error {
+	path := commandPath(app, args)
+	if helpRequest(args) {
+		printHelp(stdout, app, path)
+		return nil
+	}
+	if len(path) == 0 || (len(path[len(path)-1].Subcommands) > 0 && path[len(path)-1].Action == nil) {
+		printUsage(stderr, app, path)
+		where := "rewind"
+		for _, c := range path {
+			where += " " + c.Name
+		}
+		if len(path) == 0 {
+			return withHint(usageErrorf("no command given"), "run 'rewind --help' for the commands and their options")
+		}
+		return withHint(usageErrorf("no command given for %s", where), "run '"+where+" --help' for its commands and their options")
+	}
+	return app.RunContext(ctx, args)
 }
 
 // commands lists the command groups. Register a group here only when it works.
@@ -64,22 +110,23 @@ func commands() []*cli.Command {
 		hookCommand(),
 		exportCommand(),
 		importCommand(),
+		completionCommand(),
 	}
 }
 
 func globalFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "work-tree", Aliases: []string{"C"}, EnvVars: []string{"REWIND_WORK_TREE"}, Usage: "the work tree to act on (default: the top level of the git repository here, else the current directory)", TakesFile: true},
-		&cli.StringFlag{Name: "store", EnvVars: []string{"REWIND_STORE"}, Usage: "the checkpoint store directory (default: under ~/.claude/projects/)", TakesFile: true},
+		&cli.StringFlag{Name: "work-tree", Aliases: []string{"C"}, EnvVars: []string{"REWIND_WORK_TREE"}, Usage: "the work tree `DIR` to act on (default: the top level of the git repository here, else the current directory)", TakesFile: true},
+		&cli.StringFlag{Name: "store", EnvVars: []string{"REWIND_STORE"}, Usage: "the checkpoint store `DIR` (default: under ~/.claude/projects/)", TakesFile: true},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout"},
-		&cli.StringFlag{Name: "color", EnvVars: []string{"REWIND_COLOR"}, Value: "auto", Usage: "colour output: auto, always or never (NO_COLOR turns auto off)"},
+		&cli.StringFlag{Name: "color", EnvVars: []string{"REWIND_COLOR"}, Value: "auto", Usage: "colour output `WHEN`: auto, always or never (NO_COLOR turns auto off)"},
 		&cli.StringFlag{Name: "now", EnvVars: []string{"REWIND_NOW"}, Usage: "take the current time from this RFC 3339 `TIME`, for reproducible output"},
 		&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "confirm destructive actions (needed without a terminal)"},
 	}
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
-	o := &options{Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	o := &options{Stdin: stdin, Stdout: stdout, Stderr: stderr, rawStderr: stderr}
 	app := &cli.App{
 		Name:  "rewind",
 		Usage: "checkpoints, dispatch manifests and resume for AI-agent pipelines",

@@ -54,6 +54,14 @@ func reorderArgs(app *cli.App, args []string) ([]string, error) {
 				help = true
 				continue
 			}
+			if (a == "--version" || a == "-v") && len(path) == 0 {
+				// rewind --version is rewind version.
+				if v := findCommand(app.Commands, "version"); v != nil {
+					path = append(path, &level{cmd: v})
+					choices = nil
+					continue
+				}
+			}
 			f, dest := global[name], &globalArgs
 			for j := len(path) - 1; j >= 0; j-- {
 				if cf, ok := flagTable(path[j].cmd.Flags)[name]; ok {
@@ -82,8 +90,16 @@ func reorderArgs(app *cli.App, args []string) ([]string, error) {
 				}
 			}
 			if f == nil {
-				return nil, named("unknown_flag", withHint(usageErrorf("unknown flag %s for %s", a, where()),
-					"run '"+where()+" --help' for its flags; a positional argument that starts with '-' goes after '--'"))
+				known := allFlagNames(app.Flags)
+				for _, l := range path {
+					known = append(known, allFlagNames(l.cmd.Flags)...)
+				}
+				var hints []string
+				if s := nearest(name, known); s != "" {
+					hints = append(hints, "did you mean "+dashed(s)+"?")
+				}
+				hints = append(hints, "run '"+where()+" --help' for its flags; a positional argument that starts with '-' goes after '--'")
+				return nil, named("unknown_flag", withHint(usageErrorf("unknown flag %s for %s", a, where()), hints...))
 			}
 			*dest = append(*dest, a)
 			if takesValue(f) && !hasValue {
@@ -102,9 +118,10 @@ func reorderArgs(app *cli.App, args []string) ([]string, error) {
 			}
 
 		case len(positionals) == 0 && len(choices) > 0:
-			if a == "help" && len(path) == 0 && !help {
-				// `rewind help checkpoint restore` is `rewind checkpoint restore --help`,
-				// so an unknown topic is an unknown command like any other.
+			if (a == "help" || a == "h") && !help && findCommand(choices, a) == nil {
+				// `rewind help checkpoint restore` and `rewind checkpoint help
+				// restore` are `rewind checkpoint restore --help`, so an unknown
+				// topic is an unknown command like any other.
 				help = true
 				continue
 			}
@@ -114,7 +131,17 @@ func reorderArgs(app *cli.App, args []string) ([]string, error) {
 					positionals = append(positionals, a)
 					continue
 				}
-				return nil, named("unknown_command", usageErrorf("unknown command %q for %s; run '%s --help' for the list", a, where(), where()))
+				err := usageErrorf("unknown command %q for %s; run '%s --help' for the list", a, where(), where())
+				var names []string
+				for _, c := range choices {
+					if !c.Hidden {
+						names = append(names, c.Name)
+					}
+				}
+				if s := nearest(a, names); s != "" {
+					return nil, named("unknown_command", withHint(err, "did you mean "+strings.TrimSpace(where()+" "+s)+"?"))
+				}
+				return nil, named("unknown_command", err)
 			}
 			path = append(path, &level{cmd: cmd})
 			choices = cmd.Subcommands
@@ -173,4 +200,71 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 		}
 	}
 	return nil
+}
+
+// allFlagNames lists every name of flags, short ones too.
+func allFlagNames(flags []cli.Flag) []string {
+	var names []string
+	for _, f := range flags {
+		names = append(names, f.Names()...)
+	}
+	return names
+}
+
+// dashed spells a flag name as it is typed: -C, --work-tree.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// nearest is the candidate closest to a mistyped word, for a "did you mean"
+// hint: within an edit distance of about a third of its length, or one the word
+// is a prefix of. "" when nothing is close.
+func nearest(word string, candidates []string) string {
+	best, bestDist := "", 0
+	for _, c := range candidates {
+		if len(c) < 2 {
+			continue
+		}
+		d := editDistance(word, c)
+		if len(word) >= 3 && strings.HasPrefix(c, word) {
+			d = 1
+		}
+		if limit := max(1, len(c)/3); d > limit {
+			continue
+		}
+		if best == "" || d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Damerau-Levenshtein distance (optimal string alignment):
+// insertions, deletions, substitutions and swaps of two neighbours cost 1.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
 }

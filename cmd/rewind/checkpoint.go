@@ -14,6 +14,7 @@ import (
 
 	"github.com/rewind-cli/rewind/checkpoint"
 	"github.com/rewind-cli/rewind/gitexec"
+	"github.com/rewind-cli/rewind/replay"
 )
 
 // `rewind checkpoint` keeps exact snapshots of the work tree in a shadow git
@@ -45,7 +46,7 @@ func checkpointCommand() *cli.Command {
 				Name:      "list",
 				Usage:     "list checkpoints, newest first",
 				ArgsUsage: " ",
-				Flags:     []cli.Flag{&cli.IntFlag{Name: "limit", Usage: "show at most `N` checkpoints"}},
+				Flags:     []cli.Flag{&cli.IntFlag{Name: "limit", Usage: "show at most `N` checkpoints", DefaultText: "all"}},
 				Action:    checkpointList,
 			},
 			{
@@ -61,6 +62,7 @@ func checkpointCommand() *cli.Command {
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "stat", Usage: "git's --stat summary"},
 					&cli.BoolFlag{Name: "patch", Usage: "the full patch"},
+					&cli.BoolFlag{Name: "z", Usage: "the list of paths NUL-separated, unquoted (STATUS NUL PATH NUL, as git diff --name-status -z)"},
 					wait,
 				},
 				Action: checkpointDiff,
@@ -82,7 +84,7 @@ func checkpointCommand() *cli.Command {
 				Usage:     "evict all but the newest N checkpoints and reclaim their space",
 				ArgsUsage: " ",
 				Flags: []cli.Flag{
-					&cli.IntFlag{Name: "keep", Usage: "checkpoints to keep (`N`; default REWIND_KEEP, else 50)"},
+					&cli.IntFlag{Name: "keep", Usage: "keep the newest `N` checkpoints", DefaultText: "$REWIND_KEEP, or 50"},
 					wait,
 				},
 				Action: checkpointPrune,
@@ -371,7 +373,12 @@ func checkpointCreate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if known, ok := replay.BoundaryTypo(c.String("reason")); ok {
+		o.warnf("reason %q looks like the boundary %s mistyped: it is taken as given, but replay resumes only from a boundary's known form (%s)", c.String("reason"), known, known)
+	}
+	done := trackProgress(o, s, "checkpoint")
 	res, err := s.Create(c.Context, checkpoint.CreateOptions{Reason: c.String("reason"), Source: c.String("source"), MaxFileSize: max, Keep: keep})
+	done()
 	if err != nil {
 		return err
 	}
@@ -383,7 +390,7 @@ func checkpointCreate(c *cli.Context) error {
 		o.notef("unchanged since %s", res.Unchanged.Short())
 	}
 	if len(res.Evicted) > 0 {
-		o.notef("evicted %d checkpoint(s) beyond the newest %d; `rewind checkpoint prune` reclaims their space", len(res.Evicted), keep)
+		o.notef("evicted %s beyond the newest %d; `rewind checkpoint prune` reclaims their space", plural(len(res.Evicted), "checkpoint", "checkpoints"), keep)
 	}
 	if o.JSON {
 		j := struct {
@@ -514,7 +521,7 @@ func checkpointShow(c *cli.Context) error {
 	}
 	fmt.Fprintf(w, "files:     %d\n", files)
 	for _, sk := range cp.Skipped {
-		fmt.Fprintf(w, "skipped:   %s: %s\n", sk.Path, sk.Why)
+		fmt.Fprintf(w, "skipped:   %s: %s\n", gitQuotePath(sk.Path), sk.Why)
 	}
 	if prev != nil {
 		fmt.Fprintf(w, "changes since %s (%s):\n", prev.Short(), prev.Reason)
@@ -522,7 +529,7 @@ func checkpointShow(c *cli.Context) error {
 		fmt.Fprintf(w, "changes (first checkpoint):\n")
 	}
 	for _, ch := range changes {
-		fmt.Fprintf(w, "%s\t%s\n", ch.Status, ch.Path)
+		fmt.Fprintf(w, "%s\t%s\n", ch.Status, gitQuotePath(ch.Path))
 	}
 	return nil
 }
@@ -541,6 +548,9 @@ func checkpointDiff(c *cli.Context) error {
 	}
 	if c.Bool("stat") && c.Bool("patch") {
 		return usageErrorf("--stat and --patch exclude each other")
+	}
+	if c.Bool("z") && (c.Bool("stat") || c.Bool("patch")) {
+		return usageErrorf("-z goes with the list of paths, not with --stat or --patch")
 	}
 	format := ""
 	if c.Bool("stat") {
@@ -569,7 +579,11 @@ func checkpointDiff(c *cli.Context) error {
 		return err
 	}
 	for _, ch := range changes {
-		fmt.Fprintf(o.Stdout, "%s\t%s\n", ch.Status, ch.Path)
+		if c.Bool("z") {
+			fmt.Fprintf(o.Stdout, "%s\x00%s\x00", ch.Status, ch.Path)
+			continue
+		}
+		fmt.Fprintf(o.Stdout, "%s\t%s\n", ch.Status, gitQuotePath(ch.Path))
 	}
 	return nil
 }
@@ -604,13 +618,13 @@ func restorePreview(c *cli.Context, s *checkpoint.Store, ref string, opt checkpo
 			paths []string
 		}{{"write", preview.Write}, {"remove", preview.Remove}, {"mkdir", preview.Mkdir}, {"rmdir", preview.Rmdir}, {"chmod", preview.Chmod}} {
 			for _, p := range list.paths {
-				fmt.Fprintf(o.Stdout, "%s\t%s\n", list.verb, p)
+				fmt.Fprintf(o.Stdout, "%s\t%s\n", list.verb, gitQuotePath(p))
 			}
 		}
 		return target.ID, nil
 	}
-	question := fmt.Sprintf("Restore %s to checkpoint %s (%s, taken %s%s)? This writes %d and removes %d files; a safety checkpoint is taken first.",
-		s.WorkTree, target.Short(), target.Reason, target.Time.Format(time.RFC3339), note, len(preview.Write), len(preview.Remove))
+	question := fmt.Sprintf("Restore %s to checkpoint %s (%s, taken %s%s)? This writes %s and removes %s; a safety checkpoint is taken first.",
+		s.WorkTree, target.Short(), target.Reason, target.Time.Format(time.RFC3339), note, plural(len(preview.Write), "file", "files"), plural(len(preview.Remove), "file", "files"))
 	return target.ID, o.confirm(question)
 }
 
@@ -685,7 +699,9 @@ func checkpointRestore(c *cli.Context) error {
 			return nil
 		}
 	}
+	done := trackProgress(o, s, "restore")
 	res, err := s.Restore(c.Context, ref, opt)
+	done()
 	if err != nil {
 		return err
 	}
@@ -793,10 +809,12 @@ func checkpointPrune(c *cli.Context) error {
 		fmt.Fprintf(o.Stdout, "Nothing to prune: %s has no checkpoint store yet (%s).\n", s.WorkTree, s.Dir)
 		return nil
 	}
-	if err := o.confirm(fmt.Sprintf("Prune the store of %s: evict all but the newest %d checkpoints and delete what only they held?", s.WorkTree, keep)); err != nil {
+	if err := o.confirm(fmt.Sprintf("Prune the store of %s: evict all but the newest %s and delete what only they held?", s.WorkTree, plural(keep, "checkpoint", "checkpoints"))); err != nil {
 		return err
 	}
+	done := trackProgress(o, s, "prune")
 	evicted, before, after, err := s.Prune(c.Context, keep)
+	done()
 	if err != nil {
 		return err
 	}
@@ -807,7 +825,7 @@ func checkpointPrune(c *cli.Context) error {
 		}
 		return writeJSON(o, map[string]any{"evicted": ids, "kept_count": keep, "bytes_before": before, "bytes_after": after, "bytes_reclaimed": before - after})
 	}
-	fmt.Fprintf(o.Stdout, "Pruned: evicted %d checkpoint(s), kept the newest %d; the store's repository went from %d to %d bytes.\n", len(evicted), keep, before, after)
+	fmt.Fprintf(o.Stdout, "Pruned: evicted %s, kept the newest %d; the store's repository went from %d to %d bytes.\n", plural(len(evicted), "checkpoint", "checkpoints"), keep, before, after)
 	return nil
 }
 

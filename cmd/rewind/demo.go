@@ -183,7 +183,11 @@ func (d *demo) build() error {
 		return err
 	}
 	var out strings.Builder
-	if err := d.rewind(&out, demoTime(0), "pipeline", "start", "--skill", "build", "--scratch", d.scratch, "--session", "1772359200"); err != nil {
+	// The crashed pipeline's shell is gone: its marker records a process id
+	// no system hands out (above Linux's pid_max and macOS's limit), so rewind
+	// sees the crash the story tells (and warns that the /tmp manifest is the
+	// only copy), not a live pipeline in the shell that runs the demo.
+	if err := d.rewind(&out, demoTime(0), "pipeline", "start", "--skill", "build", "--scratch", d.scratch, "--session", "1772359200", "--pid", "2147483647"); err != nil {
 		return err
 	}
 	d.dispatchDir = filepath.Clean(strings.TrimSpace(out.String()))

@@ -29,7 +29,7 @@ func TestDispatchOptionPrefixes(t *testing.T) {
 	var stderr bytes.Buffer
 	app := newApp(strings.NewReader(""), &bytes.Buffer{}, &stderr)
 	_, err := reorderArgs(app, []string{"rewind", "dispatch", "after", "--di", "d", "--s=1"})
-	if report(&countingWriter{w: &bytes.Buffer{}}, &bytes.Buffer{}, false, err) != exitUsage ||
+	if report(&countingWriter{w: &bytes.Buffer{}}, &bytes.Buffer{}, false, err, false) != exitUsage ||
 		stderr.String() != "rewind dispatch after: error: ambiguous option: --s=1 could match --seq, --status, --summary\n" {
 		t.Errorf("ambiguous: %v, stderr %q", err, stderr.String())
 	}

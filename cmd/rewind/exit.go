@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fatih/color"
+
 	"github.com/rewind-cli/rewind/checkpoint"
 	"github.com/rewind-cli/rewind/gitexec"
 )
@@ -127,9 +129,10 @@ func classify(err error) (int, []string) {
 	return exitFailure, nil
 }
 
-// report prints err once on stderr (and, under --json, its error document on
-// stdout when the command printed no document) and returns the exit code.
-func report(stdout *countingWriter, stderr io.Writer, jsonOut bool, err error) int {
+// report prints err once on stderr, the error in red and the hints' label in
+// cyan when colour is on (and, under --json, its error document on stdout when
+// the command printed no document), and returns the exit code.
+func report(stdout *countingWriter, stderr io.Writer, jsonOut bool, err error, colour bool) int {
 	if err == nil {
 		return exitOK
 	}
@@ -153,11 +156,18 @@ func report(stdout *countingWriter, stderr io.Writer, jsonOut bool, err error) i
 	if code == exitInterrupted {
 		msg = "interrupted"
 	}
+	hintLabel := "hint:"
+	if colour {
+		hintLabel = colourOn(color.FgCyan).Sprint(hintLabel)
+	}
 	for _, line := range strings.Split(strings.TrimRight(msg, "\n"), "\n") {
+		if colour {
+			line = colourOn(color.FgRed).Sprint(line)
+		}
 		fmt.Fprintf(stderr, "rewind: %s\n", line)
 	}
 	for _, h := range hints {
-		fmt.Fprintf(stderr, "rewind: hint: %s\n", h)
+		fmt.Fprintf(stderr, "rewind: %s %s\n", hintLabel, h)
 	}
 	return code
 }

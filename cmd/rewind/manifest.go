@@ -70,7 +70,7 @@ func openManifest(c *cli.Context, check bool) (*manifest.Index, []string, error)
 		return nil, nil, manifestPathError(path, err)
 	}
 	var notes []string
-	for _, n := range loc.Notes {
+	for _, n := range locateNotes(loc, path) {
 		o.warnf("%s", n)
 		notes = append(notes, n)
 	}
@@ -472,4 +472,19 @@ func writeJSON(o *options, doc any) error {
 	enc := json.NewEncoder(o.Stdout)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(doc)
+}
+
+// locateNotes are the notes of a located manifest worth a warning. "No durable
+// copy" is one only when the /tmp copy is all there is and the pipeline is not
+// running: while it runs, the copy is made at its end (dispatch cleanup), and
+// every call of a live pipeline would warn.
+func locateNotes(loc *manifest.Located, scratch string) []string {
+	if loc.LiveOnly {
+		if m, err := manifest.ReadMarker(scratch); err == nil {
+			if state, _ := pipelineState(m, "", hostname()); state == "running" {
+				return nil
+			}
+		}
+	}
+	return loc.Notes
 }

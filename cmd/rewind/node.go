@@ -153,13 +153,13 @@ func nodeFail(c *cli.Context, run string, err error, hints ...string) error {
 	if errors.As(err, &ne) {
 		switch {
 		case ne.Code == node.CodeSnapshotStale:
-			hints = append(hints, "take a new snapshot of the node as it is now: rewind node snapshot "+run+" "+ne.NodeID)
+			hints = append(hints, "take a new snapshot of the node as it is now: rewind node snapshot "+shellArg(run)+" "+shellArg(ne.NodeID))
 			err = &cliError{code: exitGuard, err: err, hints: hints}
 		case ne.Code == node.CodeSnapshotAbsent:
-			hints = append(hints, "bring back what is gone, or see what the run holds now: rewind node list "+run)
+			hints = append(hints, "bring back what is gone, or see what the run holds now: rewind node list "+shellArg(run))
 			err = &cliError{code: exitGuard, err: err, hints: hints}
 		case ne.Code == node.CodeSnapshotNotFound || ne.Code == node.CodeReplayNotFound || ne.Code == node.CodeNodeAbsent:
-			err = withHint(err, append(hints, "rewind node list "+run+" lists the run's nodes, snapshots and replays")...)
+			err = withHint(err, append(hints, "rewind node list "+shellArg(run)+" lists the run's nodes, snapshots and replays")...)
 		}
 	}
 	return err

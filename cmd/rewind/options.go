@@ -13,6 +13,7 @@ import (
 	"github.com/fatih/color"
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/rewind-cli/rewind/gitexec"
 )
@@ -33,6 +34,13 @@ type options struct {
 
 	colourOut bool // colour on stdout
 	colourErr bool // colour on stderr
+	resolved  bool // the global flags were read (resolveOptions ran)
+
+	// progress: show progress lines (stderr is a terminal, no --json).
+	progress bool
+	// rawStderr is stderr itself; Stderr is wrapped while a progress line is
+	// up (see startProgress).
+	rawStderr io.Writer
 }
 
 // Now is the --now / REWIND_NOW time when given, else the current time, in UTC
@@ -51,13 +59,25 @@ func opts(c *cli.Context) *options {
 func (o *options) warnf(format string, a ...any) {
 	label := "warning:"
 	if o.colourErr {
-		label = color.New(color.FgYellow).Sprint(label)
+		label = colourOn(color.FgYellow).Sprint(label)
 	}
 	fmt.Fprintf(o.Stderr, "rewind: %s %s\n", label, fmt.Sprintf(format, a...))
 }
 
 func (o *options) hintf(format string, a ...any) {
-	fmt.Fprintf(o.Stderr, "rewind: hint: %s\n", fmt.Sprintf(format, a...))
+	label := "hint:"
+	if o.colourErr {
+		label = colourOn(color.FgCyan).Sprint(label)
+	}
+	fmt.Fprintf(o.Stderr, "rewind: %s %s\n", label, fmt.Sprintf(format, a...))
+}
+
+// colourOn is a colour that is on whatever fatih/color decided for stdout:
+// stderr's colour follows whether stderr is a terminal.
+func colourOn(attr color.Attribute) *color.Color {
+	c := color.New(attr)
+	c.EnableColor()
+	return c
 }
 
 func (o *options) notef(format string, a ...any) {
@@ -93,8 +113,21 @@ func isTerminal(v any) bool {
 	if cw, ok := v.(*countingWriter); ok { // run's stdout, counted for --json
 		v = cw.w
 	}
-	f, ok := v.(*os.File)
+	f, ok := v.(interface{ Fd() uintptr })
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// terminalWidth is the width of the terminal w writes to, 0 when unknown.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(interface{ Fd() uintptr })
+	if !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
 }
 
 // projectTop is the default work tree for dir: the top level of the git
@@ -183,5 +216,7 @@ func resolveOptions(c *cli.Context, o *options) error {
 	}
 	// fatih/color decides once, at init, from stdout alone; rewind decides here.
 	color.NoColor = !o.colourOut
+	o.resolved = true
+	o.progress = !o.JSON && isTerminal(o.rawStderr) && os.Getenv("TERM") != "dumb"
 	return nil
 }

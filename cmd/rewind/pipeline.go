@@ -264,18 +264,36 @@ func hostname() string {
 // crashHints says what crashed (or still runs) and how to go on.
 func crashHints(crash *manifest.CrashedError, current *string, scratch string) error {
 	if crash.Live == manifest.Running {
-		return withHint(crash, fmt.Sprintf("let it finish (rewind pipeline status --scratch %s follows it), or stop process %d first", scratch, crash.Marker.PID),
+		return withHint(crash, fmt.Sprintf("let it finish (rewind pipeline status --scratch %s follows it), or stop process %d first", shellArg(scratch), crash.Marker.PID),
 			"or start another anyway with --force (its marker is archived as .pipeline-crashed-<id>; it keeps running)")
 	}
 	var hints []string
 	if m := crash.Marker; m != nil && m.Branch != nil && current != nil && *m.Branch != *current {
 		hints = append(hints, fmt.Sprintf("it ran on branch %s and you are on %s: switch to %s before resuming", *m.Branch, *current, *m.Branch))
 	}
-	if crash.Marker != nil {
-		hints = append(hints, "resume it with: rewind replay "+scratch)
+	if _, err := manifest.Locate(scratch); crash.Marker != nil && err != nil {
+		hints = append(hints, lostManifestHints(crash.Marker, scratch)...)
+	} else if crash.Marker != nil {
+		hints = append(hints, "resume it with: rewind replay "+shellArg(scratch))
 	}
 	hints = append(hints, "or start afresh with --force (the old marker is kept as .pipeline-crashed-<id>)")
 	return withHint(crash, hints...)
+}
+
+// lostManifestHints say what can still be recovered of a run whose dispatch
+// manifest is gone (its dispatch directory deleted, no durable copy in the
+// scratch directory): not a replay, which needs the manifest, but the work
+// tree's checkpoints.
+func lostManifestHints(m *manifest.Marker, scratch string) []string {
+	checkpoints := "what remains is the work tree's checkpoints: rewind checkpoint list, then rewind checkpoint restore REF --dry-run to see one"
+	if m != nil && m.DispatchDir != "" {
+		dir := filepath.Clean(m.DispatchDir)
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			return []string{fmt.Sprintf("it recorded no dispatch (%s holds no manifest.jsonl), so there is nothing for rewind replay to resume", dir), checkpoints}
+		}
+		return []string{fmt.Sprintf("its dispatch manifest is gone with %s, and %s holds no durable copy, so rewind replay cannot plan a resume", dir, scratch), checkpoints}
+	}
+	return []string{"its marker names no dispatch directory, so rewind replay cannot plan a resume", checkpoints}
 }
 
 func markerError(err error) error {
@@ -518,11 +536,17 @@ func pipelineStatus(c *cli.Context) error {
 		}
 		fmt.Fprintln(w, line)
 	}
-	switch state {
-	case "crashed", "interrupted":
-		o.hintf("resume it with: rewind replay %s", scratch)
-	case "unfinished":
-		o.hintf("if it crashed, resume it with: rewind replay %s", scratch)
+	switch {
+	case state != "crashed" && state != "interrupted" && state != "unfinished":
+	case doc.Manifest == nil:
+		// rewind replay would only say "no manifest found": say what is left.
+		for _, h := range lostManifestHints(m, scratch) {
+			o.hintf("%s", h)
+		}
+	case state == "unfinished":
+		o.hintf("if it crashed, resume it with: rewind replay %s", shellArg(scratch))
+	default:
+		o.hintf("resume it with: rewind replay %s", shellArg(scratch))
 	}
 	return nil
 }

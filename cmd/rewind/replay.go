@@ -39,13 +39,13 @@ func replayCommand() *cli.Command {
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan and change nothing"},
 			&cli.StringFlag{Name: "from-phase", Usage: "resume from the start of phase `P` (overrides the automatic point)"},
 			&cli.IntFlag{Name: "from-seq", Usage: "resume from the start of the phase holding seq `N`"},
-			&cli.StringFlag{Name: "exec", Usage: "run each re-dispatch with `CMD` (sh -c in the work tree; REWIND_* variables describe it)"},
+			&cli.StringFlag{Name: "exec", Usage: "run each re-dispatch with `CMD` (sh -c in the work tree; stdin is empty (/dev/null): the dispatch file is $REWIND_DISPATCH_FILE, and other REWIND_* variables describe it; stdout is the result)"},
 			&cli.IntFlag{Name: "jobs", Value: 1, Usage: "run up to `N` dispatches of a wave in parallel (with --exec)"},
 			&cli.StringFlag{Name: "templates", Usage: "regenerate lost dispatch files from <template>.md or <template>-prompt.md in `DIR` or its skills/*/ (a crucible checkout)", TakesFile: true},
 			&cli.BoolFlag{Name: "allow-unfaithful", Usage: "re-dispatch even when a dispatch file and its template are both lost"},
 			&cli.BoolFlag{Name: "no-restore", Usage: "resume on the current disk state, restoring no checkpoint"},
 			&cli.BoolFlag{Name: "keep-head", Usage: "restore files only: leave the project's branch where it is, even when it has moved on from the checkpoint's commit"},
-			&cli.StringSliceFlag{Name: "role-kind", Usage: "verify ROLE as KIND (`ROLE=mutating|output|none`; repeatable)"},
+			&cli.StringSliceFlag{Name: "role-kind", Usage: "verify ROLE's dispatches as KIND: mutating, output or none (`ROLE=KIND`; repeatable)"},
 			&cli.StringFlag{Name: "scratch", EnvVars: []string{"REWIND_SCRATCH"}, Usage: "the pipeline's scratch `DIR` (default: PATH when it is one)", TakesFile: true},
 			&cli.StringFlag{Name: "session", EnvVars: []string{"REWIND_SESSION"}, Usage: "the replay session `ID` (default: fresh)"},
 			&cli.BoolFlag{Name: "takeover", Usage: "replay even while an earlier replay session still has dispatches in flight (they are replayed as usual)"},
@@ -98,7 +98,7 @@ func replayPath(c *cli.Context) (string, error) {
 	if len(loc.Candidates) > 1 {
 		hints := make([]string, 0, len(loc.Candidates))
 		for i, m := range loc.Candidates {
-			h := "rewind replay " + filepath.Dir(m)
+			h := "rewind replay " + shellArg(filepath.Dir(m))
 			if i == 0 {
 				h += " (the newest)"
 			}
@@ -126,7 +126,7 @@ func resolveReplaySource(c *cli.Context, path string) (*replaySource, error) {
 	if err != nil {
 		return nil, manifestPathError(path, err)
 	}
-	for _, n := range loc.Notes {
+	for _, n := range locateNotes(loc, path) {
 		o.warnf("%s", n)
 	}
 	src := &replaySource{manifest: loc.Path, dispatchDir: filepath.Dir(loc.Path)}
@@ -290,7 +290,7 @@ func replayRun(c *cli.Context) error {
 			msg = fmt.Sprintf("no checkpoint to resume from: the store holds no boundary checkpoint (the crash is at seq %d, %s); cannot restore a safe state", plan.ProblemSeq, phase)
 		}
 		return withHint(exitErrorf(exitGuard, "%s", msg),
-			"resume on the current disk state, restoring nothing: rewind replay "+path+" --no-restore",
+			"resume on the current disk state, restoring nothing: "+replayAgain(c, path, "--no-restore"),
 			"or start fresh: rewind pipeline start --force")
 	}
 	if err != nil {
@@ -350,7 +350,12 @@ func replayRun(c *cli.Context) error {
 	}
 	report.Head = head
 
+	lock := staleIndexLock(c)
 	if c.Bool("dry-run") {
+		if lock != "" {
+			o.warnf("%s exists: a git command in the project died and left it, or one runs now; the agents' git commands would fail while it is there", lock)
+			o.hintf("if no git command runs in the project, remove it: rm %s", shellArg(lock))
+		}
 		if plan.Restore != nil {
 			// The real run would refuse: say so now.
 			if err := branchGuard(c, src.marker); err != nil {
@@ -390,6 +395,17 @@ func replayRun(c *cli.Context) error {
 		return withHint(err, unfaithfulHint)
 	}
 
+	// A lock left in the project's .git would fail every agent's commit: refuse
+	// before anything changes (with --exec), or warn the calling skill.
+	if lock != "" {
+		if c.String("exec") != "" {
+			return withHint(exitErrorf(exitFailure, "%s exists: a git command in the project died and left it, or one runs now; every agent's git command would fail, so no agent was run and nothing was changed", lock),
+				"if no git command runs in the project, remove it: rm "+shellArg(lock),
+				"then: "+replayAgain(c, path))
+		}
+		o.warnf("%s exists: the agents' git commands will fail while it is there; if no git command runs in the project, remove it: rm %s", lock, shellArg(lock))
+	}
+
 	// Guards: the branch the pipeline ran on, then confirmation.
 	var restored, removed []string
 	if plan.Restore != nil {
@@ -397,22 +413,41 @@ func replayRun(c *cli.Context) error {
 			return err
 		}
 		if head != nil && head.Refused != nil {
-			return headRefusal(head, path)
+			return headRefusal(head, replayAgain(c, path, "--keep-head"))
 		}
 		q := fmt.Sprintf("About to restore working directory to checkpoint %s (taken at %s", plan.Restore.Reason, plan.Restore.Time.Format(time.RFC3339))
 		if src.marker != nil && src.marker.Branch != nil {
 			q += ", branch " + *src.marker.Branch
 		}
-		q += "). This will reset uncommitted changes"
+		q += ")"
+		if !o.Yes {
+			// The question in numbers, as checkpoint restore's. (With --yes
+			// it is not asked, and the preview, which costs as much as the
+			// safety checkpoint, is skipped.)
+			preview, err := store.Restore(c.Context, plan.Restore.ID, checkpoint.RestoreOptions{DryRun: true})
+			if err != nil {
+				return err
+			}
+			q += fmt.Sprintf(". This writes %s and removes %s", plural(len(preview.Write), "file", "files"), plural(len(preview.Remove), "file", "files"))
+			if committed := committedWork(c, store, plan.Restore.ID, append(append([]string{}, preview.Write...), preview.Remove...)); len(committed) > 0 {
+				if len(committed) > 10 {
+					committed = append(committed[:10], fmt.Sprintf("and %d more", len(committed)-10))
+				}
+				q += "; committed work in these files: " + strings.Join(committed, ", ")
+			}
+			q += "; uncommitted changes are reset (a safety checkpoint keeps them)"
+		}
 		if head != nil {
-			q += fmt.Sprintf(" and move branch %s back from %s to the checkpoint's commit %s; %s leave the branch: %s",
+			q += fmt.Sprintf(". Branch %s moves back from %s to the checkpoint's commit %s; %s leave the branch: %s",
 				head.Branch, short8(head.From), short8(head.To), plural(len(head.Leaving), "commit", "commits"), replay.NameCommits(head.Leaving))
 		}
 		q += ". Proceed?"
 		if err := o.confirm(q); err != nil {
 			return err
 		}
+		done := trackProgress(o, store, "replay: restore")
 		res, err := store.Restore(c.Context, plan.Restore.ID, checkpoint.RestoreOptions{})
+		done()
 		if err != nil {
 			return err
 		}
@@ -613,18 +648,22 @@ func printDelegatePlan(o *options, src *replaySource, session, skill string, wav
 		n += len(w.Jobs)
 	}
 	fmt.Fprintf(o.Stdout, "\n# Re-dispatch plan (session %s)\n\n", session)
-	fmt.Fprintf(o.Stdout, "%d dispatch(es) in %d wave(s); the dispatch files and `dispatched` entries are written in %s.\n", n, len(waves), src.dispatchDir)
+	fmt.Fprintf(o.Stdout, "%s in %s; the dispatch files and `dispatched` entries are written in %s.\n", plural(n, "dispatch", "dispatches"), plural(len(waves), "wave", "waves"), src.dispatchDir)
 	for i, w := range waves {
 		fmt.Fprintf(o.Stdout, "\n## Wave %d", i+1)
 		if w.Checkpoint != "" {
-			fmt.Fprintf(o.Stdout, " (first: rewind checkpoint create --reason %s --source %s)", w.Checkpoint, checkpointSource(skill))
+			fmt.Fprintf(o.Stdout, " (first: rewind checkpoint create --reason %s --source %s)", shellArg(w.Checkpoint), shellArg(checkpointSource(skill)))
 		}
-		fmt.Fprintf(o.Stdout, "\n| Seq | Replays | Role | Phase | Dispatch file |\n|-----|---------|------|-------|---------------|\n")
+		fmt.Fprintf(o.Stdout, "\n| Seq | Replays | Role | Phase | Task | Dispatch file |\n|-----|---------|------|-------|------|---------------|\n")
 		for _, j := range w.Jobs {
-			fmt.Fprintf(o.Stdout, "| %d | %d | %s | %s | %s |\n", j.Seq, j.ReplayOf, orDash(j.From.Role), orDash(j.From.Phase), filepath.Base(j.DispatchFile))
+			task := "-"
+			if j.From.Task != nil {
+				task = strconv.Itoa(*j.From.Task)
+			}
+			fmt.Fprintf(o.Stdout, "| %d | %d | %s | %s | %s | %s |\n", j.Seq, j.ReplayOf, orDash(j.From.Role), orDash(j.From.Phase), task, filepath.Base(j.DispatchFile))
 		}
 	}
-	fmt.Fprintf(o.Stdout, "\nRecord each completion with: rewind dispatch after --dir %s --seq N --status completed --summary TEXT\n", src.dispatchDir)
+	fmt.Fprintf(o.Stdout, "\nRecord each completion with: rewind dispatch after --dir %s --seq N --status completed --summary TEXT\n", shellArg(src.dispatchDir))
 }
 
 // runReplay runs the waves through --exec, recording each outcome in the
@@ -634,10 +673,17 @@ func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, sessi
 	o := opts(c)
 	r := replay.Runner{Command: c.String("exec"), WorkTree: o.WorkTree, DispatchDir: src.dispatchDir,
 		Session: session, Jobs: c.Int("jobs")}
-	done := 0
+	done, total := 0, 0
+	for _, w := range waves {
+		total += len(w.Jobs)
+	}
+	bar := o.startProgress("replay")
+	defer bar.end(o)
+	finished := 0 // dispatches that ended, whatever their status
 	for i, w := range waves {
 		if w.Checkpoint != "" && i > 0 {
 			waitNextSecond(o)
+			bar.update("checkpoint "+w.Checkpoint, 0, 0)
 			made, err := store.Create(c.Context, checkpoint.CreateOptions{Reason: w.Checkpoint, Source: checkpointSource(skill)})
 			if err != nil {
 				return err
@@ -652,7 +698,10 @@ func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, sessi
 				return err
 			}
 		}
+		bar.update("dispatches ended", finished, total)
 		outcomes, err := r.RunWave(c.Context, w, func(out replay.Outcome) error {
+			finished++
+			bar.update("dispatches ended", finished, total)
 			summary := out.Summary
 			chars, dur := int64(out.OutputChars), int64(out.Duration)
 			_, err := manifest.After(src.dispatchDir, manifest.Completion{Seq: int64(out.Job.Seq), Status: out.Status,
@@ -705,12 +754,19 @@ func runReplay(c *cli.Context, store *checkpoint.Store, src *replaySource, sessi
 				run.outcomes[j.Seq] = replay.Outcome{Job: j, NotSent: true}
 			}
 			run.result, run.completed = "stopped", done
+			var hints []string
+			if failed.ExitCode == 126 || failed.ExitCode == 127 {
+				// sh's own codes: the command was not found, or not executable.
+				what := map[int]string{126: "found but could not be run (not executable?)", 127: "not found"}[failed.ExitCode]
+				hints = append(hints, fmt.Sprintf("exit status %d is sh's: the --exec command was %s. --exec runs CMD with sh -c in the work tree, so pass it as one quoted argument with a path sh can find, e.g. --exec './agent.sh --fast'; the agent's messages are in %s",
+					failed.ExitCode, what, shellArg(strings.TrimSuffix(failed.Job.DispatchFile, ".md")+"-stderr.log")))
+			}
+			hints = append(hints, "resume it again: "+replayAgain(c, path))
 			return withHint(exitErrorf(exitFailure, "seq %d (%s, phase %s) failed (exit status %d); the replay stopped with its state recorded in the manifest",
-				failed.Job.Seq, orDash(failed.Job.From.Role), orDash(failed.Job.From.Phase), failed.ExitCode),
-				"resume it again: rewind replay "+path)
+				failed.Job.Seq, orDash(failed.Job.From.Role), orDash(failed.Job.From.Phase), failed.ExitCode), hints...)
 		}
 	}
-	o.notef("replay %s complete: %d dispatches completed", session, done)
+	o.notef("replay %s complete: %s completed", session, plural(done, "dispatch", "dispatches"))
 	run.result, run.completed = "completed", done
 	return nil
 }
@@ -861,7 +917,7 @@ func inFlightGuard(c *cli.Context, plan *replay.Plan, path string) error {
 	}
 	return withHint(exitErrorf(exitGuard, "%s", msg),
 		"let it finish: its skill records each completion with rewind dispatch after",
-		"or take its dispatches over (they are replayed again): rewind replay "+path+" --takeover")
+		"or take its dispatches over (they are replayed again): "+replayAgain(c, path, "--takeover"))
 }
 
 // pick is one when n is 1, else many.
@@ -878,4 +934,18 @@ func joinInts(ns []int) string {
 		s[i] = strconv.Itoa(n)
 	}
 	return strings.Join(s, ", ")
+}
+
+// staleIndexLock is the project's .git/index.lock when it exists, else "".
+func staleIndexLock(c *cli.Context) string {
+	o := opts(c)
+	out, err := gitexec.Project{Dir: o.WorkTree}.Run(c.Context, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return ""
+	}
+	lock := filepath.Join(strings.TrimSpace(string(out)), "index.lock")
+	if _, err := os.Lstat(lock); err != nil {
+		return ""
+	}
+	return lock
 }

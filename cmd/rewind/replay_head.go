@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"sort"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -61,10 +63,11 @@ func warnNoHead(c *cli.Context, cp *checkpoint.Checkpoint) {
 	opts(c).warnf("%s", msg)
 }
 
-// headRefusal is the fail-closed guard's error for a move that cannot be made.
-func headRefusal(m *replay.HeadMove, path string) error {
+// headRefusal is the fail-closed guard's error for a move that cannot be made;
+// keepHead is the command line that replays with --keep-head.
+func headRefusal(m *replay.HeadMove, keepHead string) error {
 	return withHint(exitErrorf(exitGuard, "%s", m.Refused.Message),
-		"restore the files and leave the branch where it is: rewind replay "+path+" --keep-head")
+		"restore the files and leave the branch where it is: "+keepHead)
 }
 
 // moveHeadBack makes the move, after the restore, and says what left the
@@ -76,7 +79,7 @@ func moveHeadBack(c *cli.Context, m *replay.HeadMove, res *checkpoint.Restored, 
 	if err != nil {
 		return withHint(fmt.Errorf("the files are restored, but branch %s was not moved back: %w", m.Branch, err),
 			fmt.Sprintf("undo the restore: rewind checkpoint restore %s --yes", res.Safety.Short()),
-			"or resume without moving the branch: rewind replay "+path+" --keep-head")
+			"or resume without moving the branch: "+replayAgain(c, path, "--keep-head"))
 	}
 	o.notef("moved branch %s back from %s to %s, the commit checkpoint %s recorded; %s left it: %s",
 		moved.Branch, short8(moved.From), short8(moved.To), res.Target.Reason,
@@ -104,4 +107,91 @@ func headMoveJSON(m *replay.HeadMove) any {
 	}
 	return map[string]any{"branch": branch, "from_id": m.From, "to_id": m.To, "leaving": leaving,
 		"undo": m.Undo, "refused": refused}
+}
+
+// replayAgain is the command line that runs this replay again, for a hint: the
+// path and every flag the user gave that shapes the run (--exec, --jobs, ...),
+// shell-quoted so it can be pasted, then extra flags (--keep-head, ...).
+// --dry-run and --session are left out: a new run is a new session.
+func replayAgain(c *cli.Context, path string, extra ...string) string {
+	words := []string{"rewind"}
+	o := opts(c)
+	// The global flags given on the command line (not through the
+	// environment, which the pasted command inherits).
+	if c.IsSet("work-tree") && c.String("work-tree") != os.Getenv("REWIND_WORK_TREE") {
+		words = append(words, "-C", shellArg(o.WorkTree))
+	}
+	if c.IsSet("store") && c.String("store") != os.Getenv("REWIND_STORE") {
+		words = append(words, "--store", shellArg(o.Store))
+	}
+	words = append(words, "replay")
+	if path != "" {
+		words = append(words, shellArg(path))
+	}
+	has := map[string]bool{}
+	for _, name := range []string{"exec", "jobs", "templates", "scratch", "from-phase", "from-seq"} {
+		if c.IsSet(name) {
+			words = append(words, "--"+name, shellArg(c.String(name)))
+			has[name] = true
+		}
+	}
+	for _, rk := range c.StringSlice("role-kind") {
+		words = append(words, "--role-kind", shellArg(rk))
+	}
+	for _, name := range []string{"allow-unfaithful", "no-restore", "keep-head", "takeover", "yes"} {
+		if c.Bool(name) {
+			words = append(words, "--"+name)
+			has[name] = true
+		}
+	}
+	for _, e := range extra {
+		if !has[strings.TrimPrefix(e, "--")] {
+			words = append(words, e)
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+// committedWork lists which of paths (relative to the work tree) hold work
+// committed since the checkpoint id recorded the project's HEAD: the files the
+// commits made since then changed. Nothing when the checkpoint recorded no
+// HEAD or the project cannot be read.
+func committedWork(c *cli.Context, store *checkpoint.Store, id string, paths []string) []string {
+	cps, err := store.List(c.Context)
+	if err != nil {
+		return nil
+	}
+	recorded := ""
+	for _, cp := range cps {
+		if cp.ID == id {
+			recorded = cp.Head
+		}
+	}
+	if recorded == "" || len(paths) == 0 {
+		return nil
+	}
+	p := gitexec.Project{Dir: opts(c).WorkTree}
+	prefixOut, err := p.Run(c.Context, "rev-parse", "--show-prefix")
+	if err != nil {
+		return nil
+	}
+	prefix := strings.TrimSpace(string(prefixOut))
+	out, err := p.Run(c.Context, "diff-tree", "-r", "-z", "--name-only", "--no-renames", recorded, "HEAD", "--")
+	if err != nil {
+		return nil
+	}
+	changed := map[string]bool{}
+	for _, path := range strings.Split(string(out), "\x00") {
+		if rel, ok := strings.CutPrefix(path, prefix); ok && rel != "" {
+			changed[rel] = true
+		}
+	}
+	var committed []string
+	for _, path := range paths {
+		if changed[path] {
+			committed = append(committed, path)
+		}
+	}
+	sort.Strings(committed)
+	return committed
 }

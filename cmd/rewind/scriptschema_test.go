@@ -41,7 +41,7 @@ func schemaChecked(run func([]string) int) func([]string) int {
 		dir := os.Getenv(schemaDirEnv)
 		jsonOut := wantsJSON(args)
 		// The node commands print their JSON documents without --json too.
-		alwaysJSON := strings.HasPrefix(commandPath(args), "node-")
+		alwaysJSON := strings.HasPrefix(schemaName(args), "node-")
 		if dir == "" || !(jsonOut || alwaysJSON) || helpRequested(args) {
 			return run(args)
 		}
@@ -104,7 +104,7 @@ func checkJSONOutput(dir string, args []string, out []byte) error {
 	}
 	schema := "error"
 	if obj, ok := doc.(map[string]any); !ok || len(obj) != 1 || obj["error"] == nil {
-		path := commandPath(args)
+		path := schemaName(args)
 		if path == "" {
 			return fmt.Errorf("a document that is no error document, for no command")
 		}
@@ -179,9 +179,9 @@ func compiledSchema(path string) (*jsonschema.Schema, error) {
 	return s, nil
 }
 
-// commandPath is the command args run, as its schema is named:
+// schemaName is the command args run, as its schema is named:
 // "checkpoint-create", "replay"; "" when args name no runnable command.
-func commandPath(args []string) string {
+func schemaName(args []string) string {
 	app := newApp(strings.NewReader(""), io.Discard, io.Discard)
 	args, err := reorderArgs(app, args)
 	if err != nil {
