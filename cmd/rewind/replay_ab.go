@@ -269,10 +269,10 @@ func abRun(c *cli.Context, in abInput) error {
 		o.hintf("compare the arms: rewind replay diff %s --session %s", shellArg(in.path), base)
 	}
 	if len(failed) > 0 {
-		// Under --json the document above says it already: run prints no
-		// error document after one.
-		return named("runs_failed", exitErrorf(exitFailure, "%s failed: %s (recorded in the manifest; the other runs went on)",
-			plural(len(failed), "run", "runs"), strings.Join(failed, ", ")))
+		// Under --json the document above says it already (result
+		// "stopped", failed_runs): run prints no error document after one.
+		return exitErrorf(exitFailure, "%s failed: %s (recorded in the manifest; the other runs went on)",
+			plural(len(failed), "run", "runs"), strings.Join(failed, ", "))
 	}
 	return nil
 }
@@ -594,7 +594,7 @@ func replayDiffCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "session", Usage: "the A/B session `S` (or one of its runs' sessions; repeatable)"},
 		},
-		Action:    replayDiffRun,
+		Action: replayDiffRun,
 	}
 }
 
