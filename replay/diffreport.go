@@ -631,7 +631,11 @@ func marshalPlain(v any) ([]byte, error) {
 
 // Object is the record as an ordered JSON object.
 func (r DiffRecord) Object() Ordered {
-	o := Ordered{{"type", "replay-diff"}, {"original_session", r.OriginalSession}, {"replay_session", r.ReplaySession},
+	var original any // null when the original run names no session
+	if r.OriginalSession != "" {
+		original = r.OriginalSession
+	}
+	o := Ordered{{"type", "replay-diff"}, {"original_session", original}, {"replay_session", r.ReplaySession},
 		{"mutations", r.Mutations}, {"metrics", r.Metrics}, {"outcome", r.Outcome}, {"artifact_diff", r.ArtifactDiff}}
 	if r.ControlSession != nil {
 		o = append(o, KV{"control_session", *r.ControlSession})

@@ -187,3 +187,14 @@ func TestWallClockNeedsTheLastEnd(t *testing.T) {
 }
 
 func ptrDur(d time.Duration) *time.Duration { return &d }
+
+// A record of an original run that names no session says null, never "".
+func TestRecordOriginalSessionNull(t *testing.T) {
+	line, err := DiffRecord{ReplaySession: "e-mutated-1", Mutations: []string{}, Arm: ArmMutated, Repeat: 1}.Line()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"type":"replay-diff","original_session":null,"replay_session":"e-mutated-1",`; !strings.HasPrefix(string(line), want) {
+		t.Errorf("record %s, want it to start with %s", line, want)
+	}
+}
