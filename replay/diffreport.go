@@ -71,8 +71,8 @@ func sent(a Attempt) bool {
 func statsOf(atts []Attempt) RunStats {
 	st := RunStats{ByOriginal: map[int]Attempt{}, GateByPhase: map[string]int{}, Status: "completed"}
 	var summaries []string
-	var start, end time.Time
-	known := false
+	var start, end, lastStart time.Time
+	known, ended, lastEnds := false, false, false
 	for _, a := range atts {
 		if a.ReplayOf != nil {
 			st.ByOriginal[*a.ReplayOf] = a
@@ -99,19 +99,23 @@ func statsOf(atts []Attempt) RunStats {
 		if a.Time.IsZero() || a.TimeFrom == "inferred" {
 			continue
 		}
-		e := a.Time
-		if a.Duration != nil {
-			e = e.Add(time.Duration(*a.Duration) * time.Second)
-		}
 		if !known || a.Time.Before(start) {
 			start = a.Time
 		}
-		if !known || e.After(end) {
-			end = e
+		// A dispatch without duration_s (one recorded by a skill's
+		// dispatch after that gave none) has no known end: when it is the
+		// last to start, the run's end cannot be had.
+		if !known || !a.Time.Before(lastStart) {
+			lastStart, lastEnds = a.Time, a.Duration != nil
+		}
+		if a.Duration != nil {
+			if e := a.Time.Add(time.Duration(*a.Duration) * time.Second); !ended || e.After(end) {
+				end, ended = e, true
+			}
 		}
 		known = true
 	}
-	if known {
+	if known && ended && lastEnds {
 		d := end.Sub(start)
 		st.Wall = &d
 	}
@@ -627,7 +631,11 @@ func marshalPlain(v any) ([]byte, error) {
 
 // Object is the record as an ordered JSON object.
 func (r DiffRecord) Object() Ordered {
-	o := Ordered{{"type", "replay-diff"}, {"original_session", r.OriginalSession}, {"replay_session", r.ReplaySession},
+	var original any // null when the original run names no session
+	if r.OriginalSession != "" {
+		original = r.OriginalSession
+	}
+	o := Ordered{{"type", "replay-diff"}, {"original_session", original}, {"replay_session", r.ReplaySession},
 		{"mutations", r.Mutations}, {"metrics", r.Metrics}, {"outcome", r.Outcome}, {"artifact_diff", r.ArtifactDiff}}
 	if r.ControlSession != nil {
 		o = append(o, KV{"control_session", *r.ControlSession})

@@ -162,3 +162,39 @@ func TestGateRoundsPerPhase(t *testing.T) {
 		}
 	}
 }
+
+// A run's wall clock ends with its last dispatch's end: when that dispatch
+// has no duration_s (a skill recorded it without one), there is no wall
+// clock, not a zero one; an earlier dispatch without one does not matter.
+func TestWallClockNeedsTheLastEnd(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		atts []Attempt
+		want *time.Duration
+	}{
+		{"all ended", []Attempt{abAtt(1, "r", "completed", "", "", "", 0, t0, 60), abAtt(2, "r", "completed", "", "", "", 0, t0.Add(time.Minute), 30)}, ptrDur(90 * time.Second)},
+		{"last has no duration", []Attempt{abAtt(1, "r", "completed", "", "", "", 0, t0, 60), abAtt(2, "r", "completed", "", "", "", 0, t0.Add(time.Minute), -1)}, nil},
+		{"only first has none", []Attempt{abAtt(1, "r", "completed", "", "", "", 0, t0, -1), abAtt(2, "r", "completed", "", "", "", 0, t0.Add(time.Minute), 30)}, ptrDur(90 * time.Second)},
+		{"one without", []Attempt{abAtt(1, "r", "completed", "", "", "", 0, t0, -1)}, nil},
+		{"no times", []Attempt{{Seq: 1, Role: "r", Status: "completed"}}, nil},
+	} {
+		got := statsOf(tc.atts).Wall
+		if (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
+			t.Errorf("%s: wall %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func ptrDur(d time.Duration) *time.Duration { return &d }
+
+// A record of an original run that names no session says null, never "".
+func TestRecordOriginalSessionNull(t *testing.T) {
+	line, err := DiffRecord{ReplaySession: "e-mutated-1", Mutations: []string{}, Arm: ArmMutated, Repeat: 1}.Line()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"type":"replay-diff","original_session":null,"replay_session":"e-mutated-1",`; !strings.HasPrefix(string(line), want) {
+		t.Errorf("record %s, want it to start with %s", line, want)
+	}
+}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -92,7 +94,55 @@ func demoABRun(c *cli.Context) error {
 			return err
 		}
 	}
+	if o.JSON {
+		return d.abJSON(templates, filepath.Join(root, "implementer-tested.md"), c.String("keep") != "")
+	}
 	return d.ab(templates, filepath.Join(root, "implementer-tested.md"))
+}
+
+// abJSON is demo ab under --json: the same steps, each command's own --json
+// document in one document, and whether the project was left as it was. The
+// commands' notes go to stderr.
+func (d *demo) abJSON(templates, mutation string, kept bool) error {
+	doc := map[string]any{"root": d.root, "root_kept": kept, "project": d.proj, "scratch_dir": d.scratch,
+		"dispatch_dir": d.dispatchDir, "store": d.store, "templates_dir": templates, "mutation_file": mutation}
+	step := func(key string, now time.Time, args ...string) error {
+		var out bytes.Buffer
+		if err := d.rewindTo(&out, d.o.Stderr, now, append(args, "--json")...); err != nil {
+			return err
+		}
+		doc[key] = json.RawMessage(bytes.TrimSpace(out.Bytes()))
+		return nil
+	}
+	before, err := treeDigest(d.proj)
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	mutate := "implementer.md=" + mutation
+	if err := step("replay_plan", demoTime(30), "replay", d.scratch, "--mutate", mutate, "--templates", templates, "--dry-run"); err != nil {
+		return err
+	}
+	os.Setenv("REWIND_SESSION", "demo-ab")
+	os.Setenv("REWIND_NOW", demoTime(30).Format(time.RFC3339))
+	defer os.Unsetenv("REWIND_SESSION")
+	defer os.Unsetenv("REWIND_NOW")
+	if err := step("replay_run", demoTime(30), "replay", d.scratch, "--mutate", mutate, "--templates", templates,
+		"--exec", shellQuote(self)+" demo agent", "--diff"); err != nil {
+		return err
+	}
+	after, err := treeDigest(d.proj)
+	if err != nil {
+		return err
+	}
+	doc["project_unchanged"] = before == after
+	if err := step("checkpoint_list", demoTime(40), "checkpoint", "list", "--limit", "2"); err != nil {
+		return err
+	}
+	return writeJSON(d.o, doc)
 }
 
 func (d *demo) ab(templates, mutation string) error {

@@ -195,7 +195,7 @@ func replayRun(c *cli.Context) error {
 	}
 	muts, err := abCheckFlags(c)
 	if err != nil {
-		return abFail(c, err)
+		return err
 	}
 	kinds := replay.DefaultRoleKinds()
 	for _, rk := range c.StringSlice("role-kind") {

@@ -58,7 +58,7 @@ func abCheckFlags(c *cli.Context) ([]replay.MutationSpec, error) {
 	for _, s := range c.StringSlice("mutate") {
 		m, err := replay.ParseMutation(s)
 		if err != nil {
-			return nil, withHint(withCode(exitUsage, err), "--mutate ORIG=REPL: ORIG is a template file name (build-reviewer-prompt.md), REPL a readable file")
+			return nil, named("mutation_invalid", withHint(withCode(exitUsage, err), "--mutate ORIG=REPL: ORIG is a template file name (build-reviewer-prompt.md), REPL a readable file"))
 		}
 		muts = append(muts, m)
 	}
@@ -77,65 +77,29 @@ type abInput struct {
 	firstTime time.Time
 }
 
-// jsonWritten is an error whose --json document is on stdout already.
-type jsonWritten struct{ error }
-
-func (e jsonWritten) Unwrap() error { return e.error }
-
-// abFail prints err as the --json document when asked (unless one is out
-// already), and returns it.
-func abFail(c *cli.Context, err error) error {
-	o := opts(c)
-	var done jsonWritten
-	if errors.As(err, &done) {
-		return done.error
-	}
-	if err == nil || !o.JSON {
-		return err
-	}
-	code, hints := classify(err)
-	var ce *cliError
-	if errors.As(err, &ce) {
-		if ce.code != 0 {
-			code = ce.code
-		}
-		hints = append(append([]string(nil), ce.hints...), hints...)
-	}
-	name := "error"
-	switch code {
-	case exitUsage:
-		name = "usage"
-	case exitGuard:
-		name = "guard"
-	}
-	_ = writeJSON(o, map[string]any{"error": map[string]any{"code": name, "exit": code, "message": err.Error(), "hints": nonNil(hints)}})
-	return err
-}
-
+// abRun runs the A/B replay. Its errors carry their codes (named); run prints
+// the error document under --json, unless the replay printed its own (a run
+// that failed: the document says which).
 func abRun(c *cli.Context, in abInput) error {
-	return abFail(c, abRunInner(c, in))
-}
-
-func abRunInner(c *cli.Context, in abInput) error {
 	o := opts(c)
 	plan := in.plan
 	if plan.Restore == nil {
-		return withHint(exitErrorf(exitFailure, "an A/B replay starts its arms from a checkpoint, and this plan restores none"),
-			"pick the range to replay with --from-phase P or --from-seq N")
+		return named("ab_no_checkpoint", withHint(exitErrorf(exitFailure, "an A/B replay starts its arms from a checkpoint, and this plan restores none"),
+			"pick the range to replay with --from-phase P or --from-seq N"))
 	}
 	if len(plan.Redo) == 0 {
-		return withHint(exitErrorf(exitFailure, "nothing to replay: every dispatch completed and was verified"),
-			"pick the range to replay with --from-phase P or --from-seq N")
+		return named("nothing_to_replay", withHint(exitErrorf(exitFailure, "nothing to replay: every dispatch completed and was verified"),
+			"pick the range to replay with --from-phase P or --from-seq N"))
 	}
 	tmpl := &replay.Templates{Dir: c.String("templates"), Skill: in.skill}
 	if ref := c.String("template-ref"); c.IsSet("template-ref") {
 		if err := tmpl.Pin(c.Context, ref); err != nil {
-			return withHint(withCode(exitUsage, err), "name a commit, branch or tag of the templates' repository: git -C "+shellArg(orDot(tmpl.Dir))+" log --oneline")
+			return named("template_ref_invalid", withHint(withCode(exitUsage, err), "name a commit, branch or tag of the templates' repository: git -C "+shellArg(orDot(tmpl.Dir))+" log --oneline"))
 		}
 	}
 	mp, err := replay.PlanMutations(c.Context, plan.Redo, in.src.lookup, tmpl, in.muts, in.firstTime)
 	if errors.Is(err, replay.ErrMutation) {
-		return withHint(withCode(exitUsage, err), "ORIG is the template file a dispatch was written from: <template>.md or <template>-prompt.md of its <seq>-<template>.md")
+		return named("mutation_invalid", withHint(withCode(exitUsage, err), "ORIG is the template file a dispatch was written from: <template>.md or <template>-prompt.md of its <seq>-<template>.md"))
 	}
 	if err != nil {
 		return err
@@ -151,7 +115,9 @@ func abRunInner(c *cli.Context, in abInput) error {
 
 	if c.Bool("dry-run") {
 		if o.JSON {
-			doc := planJSON(in.report)
+			run := newReplayOutcome("dry_run")
+			run.result = "planned"
+			doc := replayDoc(in.report, run)
 			doc["ab"] = abPlanJSON(mp, tmpl, arms, repeat)
 			return writeJSON(o, doc)
 		}
@@ -186,7 +152,7 @@ func abRunInner(c *cli.Context, in abInput) error {
 		armsDir = abs
 	}
 	if err := replay.CheckArmsDir(armsDir, o.WorkTree, sessions); err != nil {
-		return withHint(withCode(exitUsage, err), "pass --arms-dir DIR outside the work tree")
+		return named("arms_dir_invalid", withHint(withCode(exitUsage, err), "pass --arms-dir DIR outside the work tree"))
 	}
 	if _, err := os.Stat(in.src.dispatchDir); err != nil {
 		return err
@@ -230,7 +196,7 @@ func abRunInner(c *cli.Context, in abInput) error {
 
 	if delegate {
 		if o.JSON {
-			return writeJSON(o, abResultJSON(in, base, runs, armsDir, nil, nil))
+			return writeJSON(o, abResultJSON(in, abPlanJSON(mp, tmpl, arms, repeat), true, base, runs, armsDir, nil, nil))
 		}
 		printABDelegate(o, in, base, runs)
 		return nil
@@ -286,15 +252,12 @@ func abRunInner(c *cli.Context, in abInput) error {
 		diffs = append(diffs, d)
 	}
 	removeArms()
-	if keep {
-		armsDir = "" // reported as kept below
-	}
 	if o.JSON {
-		kept := ""
-		if c.IsSet("arms-dir") {
-			kept = c.String("arms-dir")
+		kept := "" // the arms were removed
+		if keep {
+			kept = armsDir
 		}
-		if err := writeJSON(o, abResultJSON(in, base, runs, kept, diffs, failed)); err != nil {
+		if err := writeJSON(o, abResultJSON(in, abPlanJSON(mp, tmpl, arms, repeat), false, base, runs, kept, diffs, failed)); err != nil {
 			return err
 		}
 	} else {
@@ -306,12 +269,10 @@ func abRunInner(c *cli.Context, in abInput) error {
 		o.hintf("compare the arms: rewind replay diff %s --session %s", shellArg(in.path), base)
 	}
 	if len(failed) > 0 {
-		err := exitErrorf(exitFailure, "%s failed: %s (recorded in the manifest; the other runs went on)",
+		// Under --json the document above says it already (result
+		// "stopped", failed_runs): run prints no error document after one.
+		return exitErrorf(exitFailure, "%s failed: %s (recorded in the manifest; the other runs went on)",
 			plural(len(failed), "run", "runs"), strings.Join(failed, ", "))
-		if o.JSON {
-			return jsonWritten{err} // the document above says it already
-		}
-		return err
 	}
 	return nil
 }
@@ -364,34 +325,26 @@ func listCell(l []string) string {
 	return strings.ReplaceAll(strings.Join(l, ", "), "|", `\|`)
 }
 
+// abPlanJSON is the "ab" member of every A/B document: the mutations, how
+// each mutated dispatch is written, and the arms.
 func abPlanJSON(mp *replay.MutationPlan, tmpl *replay.Templates, arms []string, repeat int) map[string]any {
-	var muts []any
+	muts := []any{}
 	for _, m := range mp.Mutations {
 		muts = append(muts, m.Label())
 	}
-	var ds []any
+	ds := []any{}
 	for _, seq := range mp.Order {
 		md := mp.Dispatches[seq]
 		var ratio any
 		if md.Path == replay.PathAligned || md.Path == replay.PathFallback {
 			ratio = float64(int(md.Ratio*1000)) / 1000
 		}
-		ds = append(ds, map[string]any{"seq": seq, "template": md.Template, "mutation": md.Mutation, "path": md.Path,
-			"alignment": ratio, "placeholders_recovered": nonNil(md.Recovered), "placeholders_new": nonNil(md.Unfilled), "added_sections": md.Added})
+		ds = append(ds, map[string]any{"seq": seq, "template": nullIfEmpty(md.Template), "mutation": md.Mutation, "written_as": md.Path,
+			"alignment": ratio, "placeholders_recovered": nonNil(md.Recovered), "placeholders_new": nonNil(md.Unfilled),
+			"added_sections_count": md.Added})
 	}
-	var pinned any
-	if tmpl.Pinned() != "" {
-		pinned = tmpl.Pinned()
-	}
-	return map[string]any{"mutations": nonNilAny(muts), "template_ref": pinned, "dispatches": nonNilAny(ds),
-		"arms": arms, "repeat": repeat, "warnings": nonNil(mp.Warnings)}
-}
-
-func nonNilAny(l []any) []any {
-	if l == nil {
-		return []any{}
-	}
-	return l
+	return map[string]any{"mutations": muts, "template_commit_id": nullIfEmpty(tmpl.Pinned()), "dispatches": ds,
+		"arms": arms, "repeat_count": repeat, "warnings": nonNil(mp.Warnings)}
 }
 
 func printABDelegate(o *options, in abInput, base string, runs []*replay.ABRun) {
@@ -409,45 +362,48 @@ func printABDelegate(o *options, in abInput, base string, runs []*replay.ABRun) 
 	fmt.Fprintf(o.Stdout, "Then compare the arms: rewind replay diff %s --session %s\n", in.path, base)
 }
 
-func abResultJSON(in abInput, base string, runs []*replay.ABRun, armsDir string, diffs []abDiff, failed []string) map[string]any {
-	var rs []any
+// abResultJSON is the document of an A/B replay that ran (exec) or prepared
+// its arms (delegate): its runs, and the diff report when --diff asked for it.
+// armsDir is "" when the arms were removed.
+func abResultJSON(in abInput, ab map[string]any, delegate bool, base string, runs []*replay.ABRun, armsDir string, diffs []abDiff, failed []string) map[string]any {
+	mode, result := "exec", "completed"
+	switch {
+	case delegate:
+		mode, result = "delegate", "delegated"
+	case len(failed) > 0:
+		result = "stopped"
+	}
+	rs := []any{}
 	for _, r := range runs {
-		var wt, dd, cp any
+		var wt, dd any
 		if armsDir != "" {
 			wt, dd = r.WorkTree, r.DispatchDir
 		}
-		if r.Checkpoint != "" {
-			cp = r.Checkpoint
-		}
-		var jobs []any
+		jobs := []any{}
 		for _, j := range r.Jobs {
-			jobs = append(jobs, map[string]any{"seq": j.Seq, "replay_of": j.ReplayOf, "role": j.From.Role, "phase": j.From.Phase, "file": filepath.Base(j.DispatchFile)})
+			// The copy in the pipeline's dispatch directory: the arm's own
+			// may be removed with the arms.
+			jobs = append(jobs, map[string]any{"seq": j.Seq, "replay_of": j.ReplayOf, "role": nullIfEmpty(j.From.Role),
+				"phase": nullIfEmpty(j.From.Phase), "dispatch_file": filepath.Join(in.src.dispatchDir, filepath.Base(j.DispatchFile))})
 		}
-		status := "prepared"
+		status, completed := "prepared", any(nil)
 		switch {
 		case r.Failed:
-			status = "failed"
+			status, completed = "failed", r.Completed
 		case r.Checkpoint != "":
-			status = "completed"
+			status, completed = "completed", r.Completed
 		}
 		rs = append(rs, map[string]any{"session": r.Session, "arm": r.Arm, "repeat": r.Repeat, "status": status,
-			"work_tree": wt, "dispatch_dir": dd, "checkpoint": cp, "dispatches": nonNilAny(jobs)})
-	}
-	var muts []any
-	for _, m := range in.muts {
-		muts = append(muts, m.Label())
+			"completed_count": completed, "work_tree": wt, "dispatch_dir": dd, "checkpoint_id": nullIfEmpty(r.Checkpoint),
+			"dispatches": jobs})
 	}
 	var diff any
 	if len(diffs) > 0 {
 		diff = diffs[0].json()
 	}
-	var arms any
-	if armsDir != "" {
-		arms = armsDir
-	}
-	return map[string]any{"session": base, "original_session": nullIfEmpty(in.report.Session), "mutations": nonNilAny(muts),
-		"runs": nonNilAny(rs), "arms_dir": arms, "failed": nonNil(failed), "diff": diff,
-		"dispatch_dir": in.src.dispatchDir}
+	return map[string]any{"mode": mode, "result": result, "manifest": in.report.Source, "dispatch_dir": in.src.dispatchDir,
+		"session": nullIfEmpty(in.report.Session), "replay_session": base, "ab": ab, "runs": rs,
+		"arms_dir": nullIfEmpty(armsDir), "failed_runs": nonNil(failed), "diff": diff}
 }
 
 // abDiff is one experiment's diff report.
@@ -458,48 +414,50 @@ type abDiff struct {
 	ex      *replay.Experiment
 }
 
+// json is the experiment in replay diff's document (and replay --diff's
+// "diff"): the original and each run, the arms' spread of each metric, the
+// records appended to replay-diff.jsonl, and the markdown report.
 func (d abDiff) json() map[string]any {
 	recs := make([]any, 0, len(d.records))
 	for _, r := range d.records {
 		recs = append(recs, r.Object())
 	}
-	var runs []any
+	runs := []any{}
 	for _, r := range d.ex.Runs {
 		runs = append(runs, runStatsJSON(r))
 	}
 	comparison := map[string]any{}
-	for _, m := range []string{"dispatches", "gate_rounds", "wall_clock_s"} {
+	for key, metric := range map[string]string{"dispatches_count": "dispatches", "gate_rounds_count": "gate_rounds", "wall_clock_s": "wall_clock_s"} {
 		entry := map[string]any{}
 		for _, arm := range []string{replay.ArmControl, replay.ArmMutated} {
-			if s := d.ex.ArmSpread(arm, m); s != nil {
-				entry[arm] = map[string]any{"mean": s.Mean, "min": s.Min, "max": s.Max, "runs": s.N}
+			if s := d.ex.ArmSpread(arm, metric); s != nil {
+				entry[arm] = map[string]any{"mean": s.Mean, "min": s.Min, "max": s.Max, "runs_count": s.N}
 			} else {
 				entry[arm] = nil
 			}
 		}
-		c, mu := d.ex.ArmSpread(replay.ArmControl, m), d.ex.ArmSpread(replay.ArmMutated, m)
+		c, mu := d.ex.ArmSpread(replay.ArmControl, metric), d.ex.ArmSpread(replay.ArmMutated, metric)
 		if c != nil && mu != nil {
 			entry["overlap"] = replay.Overlap(c, mu)
 		} else {
 			entry["overlap"] = nil
 		}
-		comparison[m] = entry
+		comparison[key] = entry
 	}
-	return map[string]any{"session": d.base, "original_session": nullIfEmpty(d.ex.Original), "original": runStatsJSON(d.ex.Orig),
-		"runs": nonNilAny(runs), "comparison": comparison, "records": recs, "report": d.report}
+	return map[string]any{"replay_session": d.base, "session": nullIfEmpty(d.ex.Original), "mutations": nonNil(d.ex.Mutations),
+		"original": runStatsJSON(d.ex.Orig), "runs": runs, "comparison": comparison, "records": recs, "report": d.report}
 }
 
+// runStatsJSON is one run's metrics; the original run has no arm, repeat or
+// checkpoint, and a run without dispatch times no wall clock.
 func runStatsJSON(r replay.RunStats) map[string]any {
-	var wall, cp any
+	var wall any
 	if r.Wall != nil {
 		wall = int(r.Wall.Seconds())
 	}
-	if r.Checkpoint != "" {
-		cp = r.Checkpoint
-	}
 	return map[string]any{"session": nullIfEmpty(r.Session), "arm": nullIfEmpty(r.Arm), "repeat": nullIfZero(r.Repeat),
-		"dispatches": r.Dispatches, "gate_rounds": r.GateRounds, "wall_clock_s": wall, "acceptance": r.Acceptance,
-		"status": r.Status, "checkpoint": cp}
+		"dispatches_count": r.Dispatches, "gate_rounds_count": r.GateRounds, "wall_clock_s": wall, "acceptance": r.Acceptance,
+		"status": strings.ReplaceAll(r.Status, " ", "_"), "checkpoint_id": nullIfEmpty(r.Checkpoint)}
 }
 
 func nullIfZero(n int) any {
@@ -526,7 +484,7 @@ func writeABDiff(c *cli.Context, src *replaySource, original, base, originalCP s
 	}
 	ex := replay.BuildExperiment(attempts, original, base)
 	if len(ex.Runs) == 0 {
-		return abDiff{}, withHint(usageErrorf("no A/B replay %s in %s", base, src.manifest), abSessionsHint(attempts)...)
+		return abDiff{}, named("ab_replay_not_found", withHint(usageErrorf("no A/B replay %s in %s", base, src.manifest), abSessionsHint(attempts)...))
 	}
 	store, err := openStore(c)
 	if err != nil {
@@ -636,7 +594,7 @@ func replayDiffCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "session", Usage: "the A/B session `S` (or one of its runs' sessions; repeatable)"},
 		},
-		Action: func(c *cli.Context) error { return abFail(c, replayDiffRun(c)) },
+		Action: replayDiffRun,
 	}
 }
 
@@ -671,13 +629,13 @@ func replayDiffRun(c *cli.Context) error {
 			found = found || e == b
 		}
 		if !found {
-			return withHint(usageErrorf("no A/B replay %s in %s", s, src.manifest), abSessionsHint(attempts)...)
+			return named("ab_replay_not_found", withHint(usageErrorf("no A/B replay %s in %s", s, src.manifest), abSessionsHint(attempts)...))
 		}
 		bases = appendNew(bases, b)
 	}
 	if len(bases) == 0 {
 		if len(all) == 0 {
-			return withHint(exitErrorf(exitFailure, "no A/B replay in %s", src.manifest), abSessionsHint(attempts)...)
+			return named("ab_replay_not_found", withHint(exitErrorf(exitFailure, "no A/B replay in %s", src.manifest), abSessionsHint(attempts)...))
 		}
 		bases = []string{all[len(all)-1]}
 	}
@@ -694,7 +652,11 @@ func replayDiffRun(c *cli.Context) error {
 		for _, d := range diffs {
 			docs = append(docs, d.json())
 		}
-		return writeJSON(o, map[string]any{"diffs": docs})
+		manifestPath := src.manifest
+		if abs, err := filepath.Abs(manifestPath); err == nil {
+			manifestPath = abs
+		}
+		return writeJSON(o, map[string]any{"manifest": manifestPath, "dispatch_dir": src.dispatchDir, "diffs": docs})
 	}
 	for i, d := range diffs {
 		if i > 0 {
