@@ -47,7 +47,12 @@ func reportRun(c *cli.Context) error {
 	if output == "" && !o.JSON {
 		return withHint(usageErrorf("report needs -o FILE, the HTML page to write"), "rewind report "+shellArg(c.Args().First())+" -o report.html")
 	}
-	if output != "" {
+	toStdout := output == "-" // as Unix tools take -: the page on stdout, no file named "-"
+	if toStdout && o.JSON {
+		return withHint(usageErrorf("-o - (the page on stdout) and --json both write stdout; use one"),
+			"rewind report "+shellArg(c.Args().First())+" -o report.html --json")
+	}
+	if output != "" && !toStdout {
 		if fi, err := os.Stat(output); err == nil && fi.IsDir() {
 			return withHint(usageErrorf("-o %s is a directory", output), "name the page's file, such as "+filepath.Join(output, "report.html"))
 		}
@@ -97,6 +102,10 @@ func reportRun(c *cli.Context) error {
 	if output != "" {
 		var page bytes.Buffer
 		if err := runreport.Write(&page, run); err != nil {
+			return err
+		}
+		if toStdout {
+			_, err := o.Stdout.Write(page.Bytes())
 			return err
 		}
 		if err := manifest.WriteFileAtomic(output, page.Bytes(), 0o644); err != nil {
