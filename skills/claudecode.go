@@ -80,7 +80,7 @@ func MergeHooks(settings []byte) ([]byte, bool, error) {
 	var groups []json.RawMessage
 	if raw, ok := hooks.get("PostToolUse"); ok {
 		if err := json.Unmarshal(raw, &groups); err != nil {
-			return nil, false, settingsErrorf("\"hooks\".\"PostToolUse\" is not a list of matcher groups: %w", err)
+			return nil, false, settingsErrorf("\"hooks\".\"PostToolUse\" is not a list of matcher groups (it is %s)", jsonKind(raw))
 		}
 	}
 	for i, g := range groups {
@@ -90,7 +90,7 @@ func MergeHooks(settings []byte) ([]byte, bool, error) {
 			} `json:"hooks"`
 		}
 		if err := json.Unmarshal(g, &group); err != nil {
-			return nil, false, settingsErrorf("PostToolUse group %d is not a matcher group: %w", i+1, err)
+			return nil, false, settingsErrorf("\"hooks\".\"PostToolUse\" group %d is not a matcher group of Claude Code's shape, {\"matcher\": \"...\", \"hooks\": [{\"type\": \"command\", \"command\": \"...\"}]}", i+1)
 		}
 		for _, h := range group.Hooks {
 			if isOurCommand(h.Command) {
@@ -239,4 +239,28 @@ func ParseToolCall(data []byte) (ToolCall, error) {
 		return tc, errors.New("the hook payload has no tool_name")
 	}
 	return tc, nil
+}
+
+// jsonKind names the kind of a JSON value in the user's terms ("an object",
+// "a string"), for messages about a settings file: Go's type names mean
+// nothing to its reader.
+func jsonKind(raw json.RawMessage) string {
+	v := bytes.TrimSpace(raw)
+	if len(v) == 0 {
+		return "empty"
+	}
+	switch v[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "a list"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	default:
+		return "a number"
+	}
 }

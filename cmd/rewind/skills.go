@@ -224,6 +224,10 @@ func hooksClaudeCode(c *cli.Context) error {
 	if err != nil {
 		return usageErrorf("--settings %q: %v", c.String("settings"), err)
 	}
+	path, err = settingsTarget(path)
+	if err != nil {
+		return err
+	}
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("settings %s: %w", path, err)
@@ -268,6 +272,28 @@ func hooksClaudeCode(c *cli.Context) error {
 		fmt.Fprintf(o.Stdout, "Wrote %s with the rewind PostToolUse hook.\n", path)
 	}
 	return nil
+}
+
+// settingsTarget is the file to merge the hook into: path itself, or, when
+// path is a symlink (settings kept in a dotfiles repository), the file it
+// points to, so that the link stays a link and the backup lies beside the
+// file it copies. A symlink to nothing is refused: writing would replace the
+// link with a file.
+func settingsTarget(path string) (string, error) {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		return path, nil // a missing file is created; another error is ReadFile's to report
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err == nil {
+		return real, nil
+	}
+	link, _ := os.Readlink(path)
+	if !filepath.IsAbs(link) {
+		link = filepath.Join(filepath.Dir(path), link)
+	}
+	return "", withHint(fmt.Errorf("not changing %s: it is a symlink to %s, which does not exist", path, link),
+		"create that file, or point --settings at another one")
 }
 
 // backupName is PATH.bak-<time>, with -2, -3 ... when that exists: a backup
