@@ -64,6 +64,15 @@ func skillsDir(c *cli.Context) (string, error) {
 	return filepath.Join(home, ".claude", "skills"), nil
 }
 
+// blockedHint adds the way out to a skill path of the wrong kind.
+func blockedHint(err error) error {
+	var b *skills.BlockedError
+	if errors.As(err, &b) {
+		return withHint(err, "move "+shellArg(b.Path)+" aside, or pass another --dir")
+	}
+	return err
+}
+
 type skillJSON struct {
 	Name    string  `json:"name"`
 	Path    string  `json:"path"`
@@ -92,7 +101,7 @@ func skillsInstall(c *cli.Context) error {
 			"overwrite it (your file is kept beside it as SKILL.md.<hash>.bak): rewind skills install"+where+" --force")
 	}
 	if err != nil {
-		return err
+		return blockedHint(err)
 	}
 	if o.JSON {
 		out := []skillJSON{}
@@ -138,7 +147,7 @@ func skillsDiff(c *cli.Context) error {
 	}
 	entries, err := skills.Inspect(dir)
 	if err != nil {
-		return err
+		return blockedHint(err)
 	}
 	type diffJSON struct {
 		Name  string  `json:"name"`
