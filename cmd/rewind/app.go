@@ -38,8 +38,10 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = context.Canceled
 	}
 	code := report(stderr, err)
-	if code == exitUsage && isHookCall(args) {
-		code = exitFailure // Claude Code reads a hook's exit 2 as "block the agent"
+	if isHookCall(args) && code != exitOK && code != exitBusy && code != exitInterrupted {
+		// Claude Code reads a hook's exit 2 as "block the agent"; the hook's
+		// contract is exit 1 for every other failure too (a guard's 4 included).
+		code = exitFailure
 	}
 	return code
 }
