@@ -63,6 +63,16 @@ func TestReportChromium(t *testing.T) {
 			t.Errorf("lanes %+v: the phase <b>bold</b> is not shown as text", layout.Lanes)
 		}
 	})
+	t.Run("long_summary", func(t *testing.T) {
+		// A long summary wraps in its own column; the short columns' headers,
+		// status pills, phases and times stay on one line each.
+		dir := unpackScript(t, "report_long_summary.txtar")
+		page := filepath.Join(dir, "report.html")
+		sum := reportSummary(t, dir, filepath.Join(dir, "d"), page)
+		layout := renderLayout(t, browser, page)
+		checkTimeline(t, sum, layout)
+		checkOneLine(t, layout)
+	})
 	t.Run("ab", func(t *testing.T) {
 		dir := unpackScript(t, "report_ab.txtar")
 		page := filepath.Join(dir, "ab.html")
@@ -208,6 +218,27 @@ type layout struct {
 			Box box    `json:"box"`
 		} `json:"ranges"`
 	} `json:"spreads"`
+	// OneLine are the dispatch table's cells that must not wrap: its
+	// headers, status pills, phases, times and their sources, each with its height and the height
+	// of one line of its text.
+	OneLine []struct {
+		Text string  `json:"text"`
+		H    float64 `json:"h"`
+		Line float64 `json:"line"`
+	} `json:"one_line"`
+}
+
+// checkOneLine checks that no header, status pill, phase or time of the dispatch
+// table was wrapped onto a second line.
+func checkOneLine(t *testing.T, l layout) {
+	if len(l.OneLine) == 0 {
+		t.Fatal("the page measured no dispatch table cells")
+	}
+	for _, c := range l.OneLine {
+		if c.H > 1.5*c.Line {
+			t.Errorf("%q is wrapped: %v high, one line is %v", c.Text, c.H, c.Line)
+		}
+	}
 }
 
 var layoutRE = regexp.MustCompile(`(?s)<pre id="e2e-layout" hidden="">(.*?)</pre>`)

@@ -35,6 +35,13 @@
     tr.querySelectorAll("g.range").forEach(function (g) { ranges.push({ arm: g.dataset.arm, box: box(g.querySelector("line")) }); });
     out.spreads.push({ metric: tr.dataset.metric, ranges: ranges });
   });
+  out.one_line = [];
+  document.querySelectorAll("#dispatches th, #dispatches .pill, #dispatches td.short").forEach(function (el) {
+    var r = document.createRange();
+    r.selectNodeContents(el);
+    var rects = r.getClientRects();
+    out.one_line.push({ text: el.textContent, h: r.getBoundingClientRect().height, line: rects.length ? rects[0].height : 0 });
+  });
   var pre = document.getElementById("e2e-layout");
   pre.textContent = JSON.stringify(out);
 })();
