@@ -65,7 +65,9 @@ func TestReportChromium(t *testing.T) {
 	})
 	t.Run("long_summary", func(t *testing.T) {
 		// A long summary wraps in its own column; the short columns' headers,
-		// status pills, phases and times stay on one line each.
+		// roles, status pills, phases and times stay on one line each; the
+		// run was resumed hours after its crash, so the crash and resume
+		// lines are close, and their labels must not overlap.
 		dir := unpackScript(t, "report_long_summary.txtar")
 		page := filepath.Join(dir, "report.html")
 		sum := reportSummary(t, dir, filepath.Join(dir, "d"), page)
@@ -198,9 +200,10 @@ type layout struct {
 		Fill     string `json:"fill"`
 	} `json:"bars"`
 	Markers []struct {
-		Kind  string `json:"kind"`
-		Label string `json:"label"`
-		Box   box    `json:"box"`
+		Kind     string `json:"kind"`
+		Label    string `json:"label"`
+		Box      box    `json:"box"`
+		LabelBox *box   `json:"label_box"`
 	} `json:"markers"`
 	Links []struct {
 		From int `json:"from"`
@@ -353,6 +356,19 @@ func checkTimeline(t *testing.T, s summary, l layout) {
 			t.Errorf("no %s marker drawn", m.kind)
 		}
 	}
+	var labels []box
+	for _, r := range l.Markers {
+		if (r.Kind == "crash" || r.Kind == "resume") && r.LabelBox != nil {
+			labels = append(labels, *r.LabelBox)
+		}
+	}
+	if len(labels) == 2 && overlap(labels[0], labels[1]) {
+		t.Errorf("the crash and resume labels are drawn over each other: %+v, %+v", labels[0], labels[1])
+	}
+}
+
+func overlap(a, b box) bool {
+	return a.X < b.X+b.W && b.X < a.X+a.W && a.Y < b.Y+b.H && b.Y < a.Y+a.H
 }
 
 // statusFill is each status's bar colour, as the browser computes it.
