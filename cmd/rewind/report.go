@@ -63,6 +63,10 @@ func reportRun(c *cli.Context) error {
 			return err
 		}
 	}
+	writeTo := output
+	if real, err := filepath.EvalSymlinks(output); err == nil && !toStdout {
+		writeTo = real // a link to a page is rewritten through, and stays a link
+	}
 	src, err := resolveReplaySource(c, c.Args().First())
 	if err != nil {
 		return err
@@ -108,7 +112,7 @@ func reportRun(c *cli.Context) error {
 			_, err := o.Stdout.Write(page.Bytes())
 			return err
 		}
-		if err := manifest.WriteFileAtomic(output, page.Bytes(), 0o644); err != nil {
+		if err := manifest.WriteFileAtomic(writeTo, page.Bytes(), 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", output, err)
 		}
 	}
