@@ -30,7 +30,7 @@ func reportCommand() *cli.Command {
 			"(else the result file's modification time); what is inferred is drawn dashed and said so.\n" +
 			"--json prints a summary document (with -o, the page is written too).",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the HTML page to `FILE`", TakesFile: true},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the HTML page to `FILE` (- for stdout)", TakesFile: true},
 			&cli.StringFlag{Name: "scratch", EnvVars: []string{"REWIND_SCRATCH"}, Usage: "the pipeline's scratch `DIR`, where dispatch files are also looked for (default: PATH when it is one)", TakesFile: true},
 		},
 		Action: func(c *cli.Context) error { return reportFail(c, reportRun(c)) },
