@@ -237,6 +237,9 @@ func hooksClaudeCode(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := settingsInTheWay(path); err != nil {
+		return err
+	}
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("settings %s: %w", path, err)
@@ -303,6 +306,26 @@ func settingsTarget(path string) (string, error) {
 	}
 	return "", withHint(fmt.Errorf("not changing %s: it is a symlink to %s, which does not exist", path, link),
 		"create that file, or point --settings at another one")
+}
+
+// settingsInTheWay names what stops the settings file at path from being
+// read or written: a directory where the file goes, or a file where one of
+// its directories goes.
+func settingsInTheWay(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return withHint(fmt.Errorf("not changing %s: it is a directory, not a settings file", path),
+			"move it aside, or name another settings file with --settings")
+	}
+	for dir := filepath.Dir(path); dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		if fi, err := os.Stat(dir); err == nil {
+			if fi.IsDir() {
+				return nil
+			}
+			return withHint(fmt.Errorf("not changing %s: %s is a file, not a directory", path, dir),
+				"move "+shellArg(dir)+" aside, or name another settings file with --settings")
+		}
+	}
+	return nil
 }
 
 // backupName is PATH.bak-<time>, with -2, -3 ... when that exists: a backup
