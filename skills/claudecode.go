@@ -110,7 +110,7 @@ func MergeHooks(settings []byte) ([]byte, bool, error) {
 	hooks.set("PostToolUse", list)
 	top.set("hooks", hooks.marshal())
 	var out bytes.Buffer
-	if err := json.Indent(&out, top.marshal(), "", "  "); err != nil {
+	if err := json.Indent(&out, top.marshal(), "", indentOf(settings)); err != nil {
 		return nil, false, err
 	}
 	out.WriteByte('\n')
@@ -263,4 +263,19 @@ func jsonKind(raw json.RawMessage) string {
 	default:
 		return "a number"
 	}
+}
+
+// indentOf is the indentation unit of a settings file: the leading
+// whitespace of its first indented line (4 spaces, a tab), so that adding the
+// hook to a committed file changes only the hook's lines. A file with no
+// indented line gets Claude Code's own 2 spaces.
+func indentOf(settings []byte) string {
+	for _, line := range bytes.Split(settings, []byte("\n"))[1:] {
+		trimmed := bytes.TrimLeft(line, " \t")
+		if len(trimmed) == 0 || len(trimmed) == len(line) {
+			continue
+		}
+		return string(line[:len(line)-len(trimmed)])
+	}
+	return "  "
 }
