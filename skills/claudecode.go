@@ -80,7 +80,7 @@ func MergeHooks(settings []byte) ([]byte, bool, error) {
 	var groups []json.RawMessage
 	if raw, ok := hooks.get("PostToolUse"); ok {
 		if err := json.Unmarshal(raw, &groups); err != nil {
-			return nil, false, settingsErrorf("\"hooks\".\"PostToolUse\" is not a list of matcher groups: %w", err)
+			return nil, false, settingsErrorf("\"hooks\".\"PostToolUse\" is not a list of matcher groups (it is %s)", jsonKind(raw))
 		}
 	}
 	for i, g := range groups {
@@ -90,7 +90,7 @@ func MergeHooks(settings []byte) ([]byte, bool, error) {
 			} `json:"hooks"`
 		}
 		if err := json.Unmarshal(g, &group); err != nil {
-			return nil, false, settingsErrorf("PostToolUse group %d is not a matcher group: %w", i+1, err)
+			return nil, false, settingsErrorf("\"hooks\".\"PostToolUse\" group %d is not a matcher group of Claude Code's shape, {\"matcher\": \"...\", \"hooks\": [{\"type\": \"command\", \"command\": \"...\"}]}", i+1)
 		}
 		for _, h := range group.Hooks {
 			if isOurCommand(h.Command) {
@@ -110,7 +110,7 @@ func MergeHooks(settings []byte) ([]byte, bool, error) {
 	hooks.set("PostToolUse", list)
 	top.set("hooks", hooks.marshal())
 	var out bytes.Buffer
-	if err := json.Indent(&out, top.marshal(), "", "  "); err != nil {
+	if err := json.Indent(&out, top.marshal(), "", indentOf(settings)); err != nil {
 		return nil, false, err
 	}
 	out.WriteByte('\n')
@@ -239,4 +239,43 @@ func ParseToolCall(data []byte) (ToolCall, error) {
 		return tc, errors.New("the hook payload has no tool_name")
 	}
 	return tc, nil
+}
+
+// jsonKind names the kind of a JSON value in the user's terms ("an object",
+// "a string"), for messages about a settings file: Go's type names mean
+// nothing to its reader.
+func jsonKind(raw json.RawMessage) string {
+	v := bytes.TrimSpace(raw)
+	if len(v) == 0 {
+		return "empty"
+	}
+	switch v[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "a list"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	default:
+		return "a number"
+	}
+}
+
+// indentOf is the indentation unit of a settings file: the leading
+// whitespace of its first indented line (4 spaces, a tab), so that adding the
+// hook to a committed file changes only the hook's lines. A file with no
+// indented line gets Claude Code's own 2 spaces.
+func indentOf(settings []byte) string {
+	for _, line := range bytes.Split(settings, []byte("\n"))[1:] {
+		trimmed := bytes.TrimLeft(line, " \t")
+		if len(trimmed) == 0 || len(trimmed) == len(line) {
+			continue
+		}
+		return string(line[:len(line)-len(trimmed)])
+	}
+	return "  "
 }

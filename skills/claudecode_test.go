@@ -139,3 +139,18 @@ func FuzzParseToolCall(f *testing.F) {
 		}
 	})
 }
+
+func TestIndentOf(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"{\n    \"a\": 1\n}\n", "    "},
+		{"{\n\t\"a\": {\n\t\t\"b\": 1\n\t}\n}", "\t"},
+		{"{\n\n  \"a\": 1}", "  "},
+		{"{\"a\": 1}", "  "},
+		{"", "  "},
+		{"{\r\n   \"a\": 1\r\n}", "   "},
+	} {
+		if got := indentOf([]byte(c.in)); got != c.want {
+			t.Errorf("indentOf(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -38,6 +38,9 @@ func Inspect(dir string) ([]Entry, error) {
 		case errors.Is(err, fs.ErrNotExist):
 			e.State = Missing
 		case err != nil:
+			if b := blocked(dir, s.Name); b != nil {
+				return nil, b
+			}
 			return nil, fmt.Errorf("skill %s: %w", s.Name, err)
 		case string(data) == string(s.Content):
 			e.State, e.Installed = Current, data
@@ -49,6 +52,34 @@ func Inspect(dir string) ([]Entry, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// BlockedError says that a path where a skill goes is of the wrong kind: the
+// skills directory or a skill's directory is a file, or SKILL.md a directory.
+type BlockedError struct {
+	Skill string
+	Path  string
+	Want  string // "directory" or "file"
+}
+
+func (e *BlockedError) Error() string {
+	return fmt.Sprintf("skill %s: %s is in the way: it should be a %s (skills go in DIR/<name>/%s)", e.Skill, e.Path, e.Want, FileName)
+}
+
+// blocked finds the path of the wrong kind on the way to name's SKILL.md in
+// dir, when there is one; nil when none is (the read failed for another
+// reason, such as a permission).
+func blocked(dir, name string) *BlockedError {
+	for _, p := range []string{dir, filepath.Join(dir, name)} {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return &BlockedError{Skill: name, Path: p, Want: "directory"}
+		}
+	}
+	p := filepath.Join(dir, name, FileName)
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		return &BlockedError{Skill: name, Path: p, Want: "file"}
+	}
+	return nil
 }
 
 // ChangedError refuses an install that would overwrite skill files the user

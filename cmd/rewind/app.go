@@ -48,8 +48,10 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	o := app.Metadata["options"].(*options)
 	code := report(out, stderr, jsonOut, err, stderrColour(o))
-	if code == exitUsage && isHookCall(args) {
-		code = exitFailure // Claude Code reads a hook's exit 2 as "block the agent"
+	if isHookCall(args) && code != exitOK && code != exitBusy && code != exitInterrupted {
+		// Claude Code reads a hook's exit 2 as "block the agent"; the hook's
+		// contract is exit 1 for every other failure too (a guard's 4 included).
+		code = exitFailure
 	}
 	return code
 }

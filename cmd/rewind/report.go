@@ -30,7 +30,7 @@ func reportCommand() *cli.Command {
 			"(else the result file's modification time); what is inferred is drawn dashed and said so.\n" +
 			"--json prints a summary document (with -o, the page is written too).",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the HTML page to `FILE`", TakesFile: true},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the HTML page to `FILE` (- for stdout)", TakesFile: true},
 			&cli.StringFlag{Name: "scratch", EnvVars: []string{"REWIND_SCRATCH"}, Usage: "the pipeline's scratch `DIR`, where dispatch files are also looked for (default: PATH when it is one)", TakesFile: true},
 		},
 		Action: func(c *cli.Context) error { return reportFail(c, reportRun(c)) },
@@ -47,7 +47,12 @@ func reportRun(c *cli.Context) error {
 	if output == "" && !o.JSON {
 		return withHint(usageErrorf("report needs -o FILE, the HTML page to write"), "rewind report "+shellArg(c.Args().First())+" -o report.html")
 	}
-	if output != "" {
+	toStdout := output == "-" // as Unix tools take -: the page on stdout, no file named "-"
+	if toStdout && o.JSON {
+		return withHint(usageErrorf("-o - (the page on stdout) and --json both write stdout; use one"),
+			"rewind report "+shellArg(c.Args().First())+" -o report.html --json")
+	}
+	if output != "" && !toStdout {
 		if fi, err := os.Stat(output); err == nil && fi.IsDir() {
 			return withHint(usageErrorf("-o %s is a directory", output), "name the page's file, such as "+filepath.Join(output, "report.html"))
 		}
@@ -57,6 +62,10 @@ func reportRun(c *cli.Context) error {
 		if err := checkReplaceable(output); err != nil {
 			return err
 		}
+	}
+	writeTo := output
+	if real, err := filepath.EvalSymlinks(output); err == nil && !toStdout {
+		writeTo = real // a link to a page is rewritten through, and stays a link
 	}
 	src, err := resolveReplaySource(c, c.Args().First())
 	if err != nil {
@@ -99,7 +108,11 @@ func reportRun(c *cli.Context) error {
 		if err := runreport.Write(&page, run); err != nil {
 			return err
 		}
-		if err := manifest.WriteFileAtomic(output, page.Bytes(), 0o644); err != nil {
+		if toStdout {
+			_, err := o.Stdout.Write(page.Bytes())
+			return err
+		}
+		if err := manifest.WriteFileAtomic(writeTo, page.Bytes(), 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", output, err)
 		}
 	}

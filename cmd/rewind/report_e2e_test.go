@@ -63,6 +63,18 @@ func TestReportChromium(t *testing.T) {
 			t.Errorf("lanes %+v: the phase <b>bold</b> is not shown as text", layout.Lanes)
 		}
 	})
+	t.Run("long_summary", func(t *testing.T) {
+		// A long summary wraps in its own column; the short columns' headers,
+		// roles, status pills, phases and times stay on one line each; the
+		// run was resumed hours after its crash, so the crash and resume
+		// lines are close, and their labels must not overlap.
+		dir := unpackScript(t, "report_long_summary.txtar")
+		page := filepath.Join(dir, "report.html")
+		sum := reportSummary(t, dir, filepath.Join(dir, "d"), page)
+		layout := renderLayout(t, browser, page)
+		checkTimeline(t, sum, layout)
+		checkOneLine(t, layout)
+	})
 	t.Run("ab", func(t *testing.T) {
 		dir := unpackScript(t, "report_ab.txtar")
 		page := filepath.Join(dir, "ab.html")
@@ -188,9 +200,10 @@ type layout struct {
 		Fill     string `json:"fill"`
 	} `json:"bars"`
 	Markers []struct {
-		Kind  string `json:"kind"`
-		Label string `json:"label"`
-		Box   box    `json:"box"`
+		Kind     string `json:"kind"`
+		Label    string `json:"label"`
+		Box      box    `json:"box"`
+		LabelBox *box   `json:"label_box"`
 	} `json:"markers"`
 	Links []struct {
 		From int `json:"from"`
@@ -208,6 +221,27 @@ type layout struct {
 			Box box    `json:"box"`
 		} `json:"ranges"`
 	} `json:"spreads"`
+	// OneLine are the dispatch table's cells that must not wrap: its
+	// headers, status pills, phases, times and their sources, each with its height and the height
+	// of one line of its text.
+	OneLine []struct {
+		Text string  `json:"text"`
+		H    float64 `json:"h"`
+		Line float64 `json:"line"`
+	} `json:"one_line"`
+}
+
+// checkOneLine checks that no header, status pill, phase or time of the dispatch
+// table was wrapped onto a second line.
+func checkOneLine(t *testing.T, l layout) {
+	if len(l.OneLine) == 0 {
+		t.Fatal("the page measured no dispatch table cells")
+	}
+	for _, c := range l.OneLine {
+		if c.H > 1.5*c.Line {
+			t.Errorf("%q is wrapped: %v high, one line is %v", c.Text, c.H, c.Line)
+		}
+	}
 }
 
 var layoutRE = regexp.MustCompile(`(?s)<pre id="e2e-layout" hidden="">(.*?)</pre>`)
@@ -322,6 +356,19 @@ func checkTimeline(t *testing.T, s summary, l layout) {
 			t.Errorf("no %s marker drawn", m.kind)
 		}
 	}
+	var labels []box
+	for _, r := range l.Markers {
+		if (r.Kind == "crash" || r.Kind == "resume") && r.LabelBox != nil {
+			labels = append(labels, *r.LabelBox)
+		}
+	}
+	if len(labels) == 2 && overlap(labels[0], labels[1]) {
+		t.Errorf("the crash and resume labels are drawn over each other: %+v, %+v", labels[0], labels[1])
+	}
+}
+
+func overlap(a, b box) bool {
+	return a.X < b.X+b.W && b.X < a.X+a.W && a.Y < b.Y+b.H && b.Y < a.Y+a.H
 }
 
 // statusFill is each status's bar colour, as the browser computes it.

@@ -64,6 +64,15 @@ func skillsDir(c *cli.Context) (string, error) {
 	return filepath.Join(home, ".claude", "skills"), nil
 }
 
+// blockedHint adds the way out to a skill path of the wrong kind.
+func blockedHint(err error) error {
+	var b *skills.BlockedError
+	if errors.As(err, &b) {
+		return withHint(err, "move "+shellArg(b.Path)+" aside, or pass another --dir")
+	}
+	return err
+}
+
 type skillJSON struct {
 	Name    string  `json:"name"`
 	Path    string  `json:"path"`
@@ -92,7 +101,7 @@ func skillsInstall(c *cli.Context) error {
 			"overwrite it (your file is kept beside it as SKILL.md.<hash>.bak): rewind skills install"+where+" --force")
 	}
 	if err != nil {
-		return err
+		return blockedHint(err)
 	}
 	if o.JSON {
 		out := []skillJSON{}
@@ -138,7 +147,7 @@ func skillsDiff(c *cli.Context) error {
 	}
 	entries, err := skills.Inspect(dir)
 	if err != nil {
-		return err
+		return blockedHint(err)
 	}
 	type diffJSON struct {
 		Name  string  `json:"name"`
@@ -224,6 +233,13 @@ func hooksClaudeCode(c *cli.Context) error {
 	if err != nil {
 		return usageErrorf("--settings %q: %v", c.String("settings"), err)
 	}
+	path, err = settingsTarget(path)
+	if err != nil {
+		return err
+	}
+	if err := settingsInTheWay(path); err != nil {
+		return err
+	}
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("settings %s: %w", path, err)
@@ -266,6 +282,48 @@ func hooksClaudeCode(c *cli.Context) error {
 		fmt.Fprintf(o.Stdout, "Added the rewind PostToolUse hook to %s (the previous file is kept as %s).\n", path, backup)
 	default:
 		fmt.Fprintf(o.Stdout, "Wrote %s with the rewind PostToolUse hook.\n", path)
+	}
+	return nil
+}
+
+// settingsTarget is the file to merge the hook into: path itself, or, when
+// path is a symlink (settings kept in a dotfiles repository), the file it
+// points to, so that the link stays a link and the backup lies beside the
+// file it copies. A symlink to nothing is refused: writing would replace the
+// link with a file.
+func settingsTarget(path string) (string, error) {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		return path, nil // a missing file is created; another error is ReadFile's to report
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err == nil {
+		return real, nil
+	}
+	link, _ := os.Readlink(path)
+	if !filepath.IsAbs(link) {
+		link = filepath.Join(filepath.Dir(path), link)
+	}
+	return "", withHint(fmt.Errorf("not changing %s: it is a symlink to %s, which does not exist", path, link),
+		"create that file, or point --settings at another one")
+}
+
+// settingsInTheWay names what stops the settings file at path from being
+// read or written: a directory where the file goes, or a file where one of
+// its directories goes.
+func settingsInTheWay(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return withHint(fmt.Errorf("not changing %s: it is a directory, not a settings file", path),
+			"move it aside, or name another settings file with --settings")
+	}
+	for dir := filepath.Dir(path); dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		if fi, err := os.Stat(dir); err == nil {
+			if fi.IsDir() {
+				return nil
+			}
+			return withHint(fmt.Errorf("not changing %s: %s is a file, not a directory", path, dir),
+				"move "+shellArg(dir)+" aside, or name another settings file with --settings")
+		}
 	}
 	return nil
 }

@@ -248,3 +248,31 @@ func (r *Run) CheckpointLabels() []*Mark {
 func (r *Run) PY(b *Bar) float64 {
 	return r.LaneTop(b.Lane) + LanePad + float64(b.Row)*RowHeight + (RowHeight-BarHeight)/2
 }
+
+// markLabelWidth is an estimate, with a margin, of the widest of the crash
+// and resume labels ("resume", bold at the marker labels' size).
+const markLabelWidth = 56.0
+
+// MarkLabel is where a marker's label is drawn: at X, anchored at its start
+// (to the right of X) or, with End, at its end (to the left).
+type MarkLabel struct {
+	X   float64
+	End bool
+}
+
+// ResumeLabel places the resume line's label: to the right of its line,
+// unless the crash line comes after it closer than the two labels need, as
+// when a run is resumed hours after it crashed and its original part is a
+// sliver of the axis. Then the label goes to the left of both lines, clear
+// of the crash label, which is always drawn to the left of its line.
+func (r *Run) ResumeLabel() MarkLabel {
+	rx := X(r.Resume.X)
+	if r.Crash == nil {
+		return MarkLabel{X: rx + 4}
+	}
+	cx := X(r.Crash.X)
+	if cx < rx || cx-rx >= 2*markLabelWidth {
+		return MarkLabel{X: rx + 4}
+	}
+	return MarkLabel{X: round1(math.Min(rx-4, cx-4-markLabelWidth)), End: true}
+}

@@ -164,3 +164,27 @@ func TestArmsSpreads(t *testing.T) {
 		t.Error("the page does not say the gate rounds' ranges overlap")
 	}
 }
+
+// The resume label goes to the left of both lines when the crash line is
+// too close after the resume line for two facing labels.
+func TestResumeLabel(t *testing.T) {
+	for _, c := range []struct {
+		resume, crash float64
+		noCrash       bool
+		want          MarkLabel
+	}{
+		{resume: 0.2, crash: 0.5, want: MarkLabel{X: X(0.2) + 4}},
+		{resume: 0.2, noCrash: true, want: MarkLabel{X: X(0.2) + 4}},
+		{resume: 0.5, crash: 0.2, want: MarkLabel{X: X(0.5) + 4}},
+		{resume: 0.02, crash: 0.03, want: MarkLabel{X: X(0.03) - 4 - markLabelWidth, End: true}},
+		{resume: 0.5, crash: 0.5, want: MarkLabel{X: X(0.5) - 4 - markLabelWidth, End: true}},
+	} {
+		r := &Run{Resume: &Mark{X: c.resume}}
+		if !c.noCrash {
+			r.Crash = &Mark{X: c.crash}
+		}
+		if got := r.ResumeLabel(); got != c.want {
+			t.Errorf("resume %v crash %v: %+v, want %+v", c.resume, c.crash, got, c.want)
+		}
+	}
+}

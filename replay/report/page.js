@@ -21,7 +21,9 @@
   });
   svg.querySelectorAll("g.marker, g.checkpoint").forEach(function (g) {
     var kind = g.classList.contains("crash") ? "crash" : g.classList.contains("resume") ? "resume" : "checkpoint";
-    out.markers.push({ kind: kind, label: kind === "checkpoint" ? g.dataset.reason : text(g.querySelector(".marker-label")), box: box(g.querySelector("line")) });
+    var label = g.querySelector(".marker-label");
+    out.markers.push({ kind: kind, label: kind === "checkpoint" ? g.dataset.reason : text(label), box: box(g.querySelector("line")),
+      label_box: label ? box(label) : null });
   });
   svg.querySelectorAll(".replay-link").forEach(function (p) {
     out.links.push({ from: +p.dataset.from, to: +p.dataset.to, box: box(p) });
@@ -34,6 +36,13 @@
     var ranges = [];
     tr.querySelectorAll("g.range").forEach(function (g) { ranges.push({ arm: g.dataset.arm, box: box(g.querySelector("line")) }); });
     out.spreads.push({ metric: tr.dataset.metric, ranges: ranges });
+  });
+  out.one_line = [];
+  document.querySelectorAll("table.dispatches th, table.dispatches .pill, table.comparison th, table.comparison .pill, td.short").forEach(function (el) {
+    var r = document.createRange();
+    r.selectNodeContents(el);
+    var rects = r.getClientRects();
+    out.one_line.push({ text: el.textContent, h: r.getBoundingClientRect().height, line: rects.length ? rects[0].height : 0 });
   });
   var pre = document.getElementById("e2e-layout");
   pre.textContent = JSON.stringify(out);
