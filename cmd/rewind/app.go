@@ -39,11 +39,10 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil && ctx.Err() != nil {
 		err = context.Canceled
 	}
-	code := report(out, stderr, jsonOut, err)
-	if code == exitUsage && isHookCall(args) {
-		code = exitFailure // Claude Code reads a hook's exit 2 as "block the agent"
+	if isHookCall(args) {
+		err = notBlocking(err)
 	}
-	return code
+	return report(out, stderr, jsonOut, err)
 }
 
 // commands lists the command groups. Register a group here only when it works.

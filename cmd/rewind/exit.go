@@ -127,6 +127,30 @@ func classify(err error) (int, []string) {
 	return exitFailure, nil
 }
 
+// notBlocking turns a usage error (exit 2) into exit 1, keeping its code and
+// hints: Claude Code reads a hook's exit 2 as "block the agent", and the
+// error document must say the exit code the hook really ends with.
+func notBlocking(err error) error {
+	if err == nil {
+		return nil
+	}
+	code, _ := classify(err)
+	var ce *cliError
+	if errors.As(err, &ce) && ce.code != 0 {
+		code = ce.code
+	}
+	if code != exitUsage {
+		return err
+	}
+	name := errorCode(err, exitUsage)
+	if ce != nil {
+		// The cliError report reads: its hints stay where they are.
+		ce.code, ce.name = exitFailure, name
+		return err
+	}
+	return &cliError{code: exitFailure, err: err, name: name}
+}
+
 // report prints err once on stderr (and, under --json, its error document on
 // stdout when the command printed no document) and returns the exit code.
 func report(stdout *countingWriter, stderr io.Writer, jsonOut bool, err error) int {

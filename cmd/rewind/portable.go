@@ -93,15 +93,6 @@ func shareCommands() []*cli.Command {
 	}
 }
 
-// portableFail gives err the error document's code: code, or for "" the one
-// report derives from it (README, Portable runs).
-func portableFail(_ *cli.Context, err error, code string) error {
-	if err == nil || code == "" {
-		return err
-	}
-	return named(code, err)
-}
-
 // portableErr maps the portable errors to exit codes.
 func portableErr(err error) error {
 	switch {
@@ -121,18 +112,18 @@ func exportRun(c *cli.Context) error {
 	o := opts(c)
 	path, err := oneArg(c, "PATH (a manifest, a dispatch directory or a scratch directory)")
 	if err != nil {
-		return portableFail(c, err, "")
+		return err
 	}
 	out := c.String("output")
 	if out == "" {
-		return portableFail(c, withHint(usageErrorf("export needs the bundle's file: -o FILE"), "rewind export "+shellArg(path)+" -o run.bundle"), "")
+		return withHint(usageErrorf("export needs the bundle's file: -o FILE"), "rewind export "+shellArg(path)+" -o run.bundle")
 	}
 	if err := checkpoint.CheckRemote("bundle path", out); err != nil {
-		return portableFail(c, portableErr(err), "")
+		return portableErr(err)
 	}
 	src, err := resolveReplaySource(c, path)
 	if err != nil {
-		return portableFail(c, err, "")
+		return err
 	}
 	if src.scratch == "" {
 		// A dispatch directory named alone: the work tree's scratch directory
@@ -150,19 +141,19 @@ func exportRun(c *cli.Context) error {
 	}
 	session := sessionOf(src)
 	if session == "" {
-		return portableFail(c, withHint(exitErrorf(exitFailure, "cannot tell the session of the run in %s: no %s names it and the directory is not crucible-dispatch-<session>", src.dispatchDir, ".pipeline-active"),
-			"name the scratch directory that holds its .pipeline-active: rewind export SCRATCH -o FILE"), "")
+		return withHint(exitErrorf(exitFailure, "cannot tell the session of the run in %s: no %s names it and the directory is not crucible-dispatch-<session>", src.dispatchDir, ".pipeline-active"),
+			"name the scratch directory that holds its .pipeline-active: rewind export SCRATCH -o FILE")
 	}
 	if err := checkpoint.CheckSession(session); err != nil {
-		return portableFail(c, portableErr(err), "")
+		return portableErr(err)
 	}
 	s, err := openStore(c)
 	if err != nil {
-		return portableFail(c, err, "")
+		return err
 	}
 	project, _, perr := checkpoint.ProjectID(c.Context, o.WorkTree)
 	if perr != nil && !errors.Is(perr, checkpoint.ErrNoProjectID) {
-		return portableFail(c, perr, "")
+		return perr
 	}
 	skill := ""
 	live := ""
@@ -173,15 +164,15 @@ func exportRun(c *cli.Context) error {
 		ScratchDir: src.scratch, DispatchDir: src.dispatchDir, LiveDir: live, TmpDir: tmpDir(), Marker: src.marker != nil},
 		func(w string) { o.warnf("%s", w) })
 	if err != nil {
-		return portableFail(c, err, "")
+		return err
 	}
 	saved, err := s.SaveRun(c.Context, session, files, "run "+session)
 	if err != nil {
-		return portableFail(c, portableErr(err), "")
+		return portableErr(err)
 	}
 	refs, err := s.WriteBundle(c.Context, out, []string{session})
 	if err != nil {
-		return portableFail(c, portableErr(err), "")
+		return portableErr(err)
 	}
 	checkpoints := len(refs) - 1
 	abs, _ := filepath.Abs(out)
@@ -223,23 +214,23 @@ func importRun(c *cli.Context) error {
 	var bundlePath string
 	switch {
 	case session != "" && c.NArg() > 0:
-		return portableFail(c, usageErrorf("import takes a BUNDLE or --session ID, not both"), "")
+		return usageErrorf("import takes a BUNDLE or --session ID, not both")
 	case session != "":
 		if err := checkpoint.CheckSession(session); err != nil {
-			return portableFail(c, portableErr(err), "")
+			return portableErr(err)
 		}
 	default:
 		var err error
 		if bundlePath, err = oneArg(c, "BUNDLE"); err != nil {
-			return portableFail(c, err, "")
+			return err
 		}
 		if err := checkpoint.CheckRemote("bundle path", bundlePath); err != nil {
-			return portableFail(c, portableErr(err), "")
+			return portableErr(err)
 		}
 	}
 	scratch, err := scratchDir(c)
 	if err != nil {
-		return portableFail(c, err, "")
+		return err
 	}
 	target := portable.Target{WorkTree: o.WorkTree, ScratchDir: scratch, TmpDir: tmpDir()}
 
@@ -252,31 +243,31 @@ func importRun(c *cli.Context) error {
 	var s *checkpoint.Store
 	if bundlePath != "" {
 		if bundle, err = checkpoint.OpenBundle(c.Context, bundlePath); err != nil {
-			return portableFail(c, portableErr(err), "")
+			return portableErr(err)
 		}
 		defer bundle.Close()
 		src, runs = bundle, bundle.Runs()
 		if len(runs) == 0 {
-			return portableFail(c, withHint(exitErrorf(exitFailure, "the bundle %s holds no run (no %s* ref)", bundlePath, checkpoint.RunPrefix),
-				"make one with rewind export PATH -o FILE"), "")
+			return withHint(exitErrorf(exitFailure, "the bundle %s holds no run (no %s* ref)", bundlePath, checkpoint.RunPrefix),
+				"make one with rewind export PATH -o FILE")
 		}
 	} else {
 		if s, err = openStore(c); err != nil {
-			return portableFail(c, err, "")
+			return err
 		}
 		have, err := s.Runs(c.Context)
 		if err != nil {
-			return portableFail(c, err, "")
+			return err
 		}
 		if have[session] == "" {
-			return portableFail(c, withHint(exitErrorf(exitFailure, "the store %s holds no run %s", s.Dir, session),
-				"bring it with rewind checkpoint pull REMOTE, or import its bundle"), "")
+			return withHint(exitErrorf(exitFailure, "the store %s holds no run %s", s.Dir, session),
+				"bring it with rewind checkpoint pull REMOTE, or import its bundle")
 		}
 		src, runs = s, map[string]string{session: have[session]}
 	}
 	here, _, err := checkpoint.ProjectID(c.Context, o.WorkTree)
 	if err != nil && !errors.Is(err, checkpoint.ErrNoProjectID) {
-		return portableFail(c, err, "")
+		return err
 	}
 	sessions := make([]string, 0, len(runs))
 	for id := range runs {
@@ -288,10 +279,10 @@ func importRun(c *cli.Context) error {
 	for _, id := range sessions {
 		plan, err := planRun(c, src, id, runs[id], target, here)
 		if errors.Is(err, errProjectMismatch) {
-			return portableFail(c, err, "project_mismatch")
+			return named("project_mismatch", err)
 		}
 		if err != nil {
-			return portableFail(c, err, "")
+			return err
 		}
 		for _, cf := range plan.Conflicts {
 			conflicts = append(conflicts, cf.Path)
@@ -301,26 +292,26 @@ func importRun(c *cli.Context) error {
 	if len(conflicts) > 0 {
 		err := exitErrorf(exitGuard, "%s in the way, with other content than the run's (nothing was imported): %s",
 			plural(len(conflicts), "file is", "files are"), strings.Join(conflicts, ", "))
-		return portableFail(c, withHint(err, "import it into another scratch directory: rewind import BUNDLE --scratch DIR",
-			"or move those files away first, if they are an older copy of the run"), "import_conflict")
+		return named("import_conflict", withHint(err, "import it into another scratch directory: rewind import BUNDLE --scratch DIR",
+			"or move those files away first, if they are an older copy of the run"))
 	}
 
 	var accepted *checkpoint.Accepted
 	if bundle != nil {
 		keep, err := keepFromEnv()
 		if err != nil {
-			return portableFail(c, err, "")
+			return err
 		}
 		if s, err = openStore(c); err != nil {
-			return portableFail(c, err, "")
+			return err
 		}
 		in, err := s.FetchBundle(c.Context, bundle.Path)
 		if err != nil {
-			return portableFail(c, portableErr(err), "")
+			return portableErr(err)
 		}
 		defer s.Drop(c.Context, in)
 		if accepted, err = s.Accept(c.Context, in, true, keep); err != nil {
-			return portableFail(c, err, "")
+			return err
 		}
 		if cf := accepted.Conflicts(); len(cf) > 0 {
 			var names []string
@@ -328,7 +319,7 @@ func importRun(c *cli.Context) error {
 				names = append(names, fmt.Sprintf("run %s (the store's %s, the bundle's %s)", u.Session, short8(u.Old), short8(u.New)))
 			}
 			err := exitErrorf(exitGuard, "the store's run diverged from the bundle's, so nothing was imported: %s", strings.Join(names, ", "))
-			return portableFail(c, withHint(err, "each machine continued the run on its own; import it into another work tree's store, or export this one instead"), "run_conflict")
+			return named("run_conflict", withHint(err, "each machine continued the run on its own; import it into another work tree's store, or export this one instead"))
 		}
 		for _, u := range accepted.Runs {
 			for i, id := range sessions {
@@ -340,7 +331,7 @@ func importRun(c *cli.Context) error {
 	}
 	for _, r := range imported {
 		if _, err := r.plan.Apply(); err != nil {
-			return portableFail(c, err, "")
+			return err
 		}
 	}
 	return printImport(o, s, bundlePath, imported, accepted)
@@ -489,11 +480,11 @@ func checkpointPush(c *cli.Context) error {
 	o := opts(c)
 	remote, project, s, err := shareSetup(c)
 	if err != nil {
-		return portableFail(c, err, "")
+		return err
 	}
 	pushed, err := s.Push(c.Context, remote, project)
 	if err != nil {
-		return portableFail(c, portableErr(err), "")
+		return portableErr(err)
 	}
 	var conflicts, rejected []string
 	refs := make([]map[string]any, 0, len(pushed))
@@ -557,19 +548,19 @@ func checkpointPull(c *cli.Context) error {
 	o := opts(c)
 	remote, project, s, err := shareSetup(c)
 	if err != nil {
-		return portableFail(c, err, "")
+		return err
 	}
 	keep, err := keepFromEnv()
 	if err != nil {
-		return portableFail(c, err, "")
+		return err
 	}
 	in, err := s.FetchRemote(c.Context, remote, project)
 	if err != nil {
-		return portableFail(c, portableErr(err), "")
+		return portableErr(err)
 	}
 	acc, err := s.Accept(c.Context, in, false, keep)
 	if err != nil {
-		return portableFail(c, err, "")
+		return err
 	}
 	runs := make([]map[string]any, 0, len(acc.Runs))
 	var conflicts []string
