@@ -55,12 +55,12 @@ type DispatchSummary struct {
 
 // MarkSummary is the crash, the resume, or a checkpoint.
 type MarkSummary struct {
-	Label  string  `json:"label"`
-	Phase  *string `json:"phase"`
-	Seq    *int    `json:"seq"`
-	At     *string `json:"at"`
-	X      float64 `json:"x"`
-	Detail *string `json:"detail"`
+	Label  string   `json:"label"`
+	Phase  *string  `json:"phase"`
+	Seq    *int     `json:"seq"`
+	At     *string  `json:"at"`
+	X      *float64 `json:"x"` // nil: a timed run, and the mark has no time
+	Detail *string  `json:"detail"`
 }
 
 // CheckpointSummary is a boundary checkpoint drawn as a tick: named as every
@@ -112,16 +112,16 @@ func Summarize(r *Run, output string) Summary {
 	onTimeline := map[*Bar]bool{}
 	for _, b := range r.Bars {
 		onTimeline[b] = true
-		s.Dispatches = append(s.Dispatches, dispatchSummary(b, true))
+		s.Dispatches = append(s.Dispatches, dispatchSummary(b, true, r.Timed))
 	}
 	for _, sess := range r.Sessions {
 		for _, b := range sess.Bars {
 			if !onTimeline[b] {
-				s.Dispatches = append(s.Dispatches, dispatchSummary(b, false))
+				s.Dispatches = append(s.Dispatches, dispatchSummary(b, false, r.Timed))
 			}
 		}
 	}
-	s.Crash, s.Resume = markSummary(r.Crash), markSummary(r.Resume)
+	s.Crash, s.Resume = markSummary(r.Crash, r.Timed), markSummary(r.Resume, r.Timed)
 	for _, m := range r.Checkpoints {
 		cp := m.Checkpoint
 		s.Checkpoints = append(s.Checkpoints, CheckpointSummary{ID: cp.ID, ShortID: shortID(cp.ID), Reason: cp.Reason,
@@ -144,7 +144,9 @@ func Summarize(r *Run, output string) Summary {
 	return s
 }
 
-func dispatchSummary(b *Bar, timeline bool) DispatchSummary {
+// dispatchSummary places b on the timeline's axis only when it has a place
+// there: on the timeline, and, on a time axis, with a start.
+func dispatchSummary(b *Bar, timeline, timed bool) DispatchSummary {
 	d := DispatchSummary{Seq: b.Seq, Phase: opt(b.Phase), Role: opt(b.Role), Status: b.Status,
 		Start: optTime(b.Start), StartFrom: b.StartFrom, EndFrom: b.EndFrom, ReplayOf: b.ReplayOf,
 		ReplaySession: opt(b.ReplaySession), Arm: opt(b.Arm)}
@@ -157,17 +159,24 @@ func dispatchSummary(b *Bar, timeline bool) DispatchSummary {
 	}
 	if timeline {
 		lane, row := b.Lane, b.Row
-		x0, x1 := round4(b.X0), round4(b.X1)
-		d.Lane, d.Row, d.X0, d.X1 = &lane, &row, &x0, &x1
+		d.Lane, d.Row = &lane, &row
+		if !timed || !b.Start.IsZero() {
+			x0, x1 := round4(b.X0), round4(b.X1)
+			d.X0, d.X1 = &x0, &x1
+		}
 	}
 	return d
 }
 
-func markSummary(m *Mark) *MarkSummary {
+func markSummary(m *Mark, timed bool) *MarkSummary {
 	if m == nil {
 		return nil
 	}
-	ms := &MarkSummary{Label: m.Label, Phase: opt(m.Phase), At: optTime(m.At), X: round4(m.X), Detail: opt(m.Detail)}
+	ms := &MarkSummary{Label: m.Label, Phase: opt(m.Phase), At: optTime(m.At), Detail: opt(m.Detail)}
+	if !timed || !m.At.IsZero() {
+		x := round4(m.X)
+		ms.X = &x
+	}
 	if m.Seq != 0 {
 		n := m.Seq
 		ms.Seq = &n
