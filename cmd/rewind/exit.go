@@ -144,7 +144,7 @@ func notBlocking(err error) error {
 	}
 	name := errorCode(err, exitUsage)
 	if ce != nil {
-		// The cliError report reads: its hints stay where they are.
+		// Change the cliError report will read, so its hints and silence stay.
 		ce.code, ce.name = exitFailure, name
 		return err
 	}
