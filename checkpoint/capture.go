@@ -12,8 +12,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/rewind-cli/rewind/gitexec"
 	"golang.org/x/sys/unix"
 )
 
@@ -132,7 +134,13 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		changed[p] = true
 	}
 	s.dirOK.Clear()
-	keep, skipped := s.classify(h.paths, maxSize)
+	walk := time.Now()
+	// A file the index holds and git sees unchanged is not read again (its
+	// blob is the index's), so only the others are checked for readability:
+	// a chmod or an ACL change moves the ctime, and git sees it changed.
+	unchanged := func(p string) bool { return inIndex[p] && !changed[p] }
+	keep, skipped := s.classify(h.paths, maxSize, unchanged)
+	gitexec.TraceStep(fmt.Sprintf("stat walk of %d paths", len(h.paths)), walk)
 	skipped = append(skipped, h.unreadable...)
 	c := &capture{skipped: skipped, files: len(keep), held: h}
 	want := make(map[string]bool, len(keep))
@@ -181,6 +189,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	// capture hashes them again.
 	// The files hashed now are looked at again: one changed between the look
 	// that judged it and the hash carries a stale time in v.
+	recheck := time.Now()
 	since := start.Truncate(time.Second)
 	hashed := map[string]bool{}
 	for _, p := range update {
@@ -203,10 +212,13 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			return nil, err
 		}
 	}
+	gitexec.TraceStep(fmt.Sprintf("recent changes re-checked (%d left the index)", len(racy)), recheck)
 	var unread []Skipped
+	scan := time.Now()
 	if c.meta, unread, err = s.buildMeta(ctx, h, keep); err != nil {
 		return nil, err
 	}
+	gitexec.TraceStep("permission bits and empty directories", scan)
 	c.skipped = append(c.skipped, unread...)
 	return c, nil
 }
@@ -259,25 +271,9 @@ func (s *Store) prewrite(ctx context.Context, files []verdict) {
 // under the limit and readable) and the skipped ones to report; the rest (gone,
 // or not files) are left out. Stat calls run in parallel:
 // this is the one walk a checkpoint costs.
-func (s *Store) classify(paths []string, maxSize int64) (keep []verdict, skipped []Skipped) {
+func (s *Store) classify(paths []string, maxSize int64, unchanged func(string) bool) (keep []verdict, skipped []Skipped) {
 	verdicts := make([]verdict, len(paths))
-	workers := runtime.NumCPU() * 4
-	var wg sync.WaitGroup
-	next := make(chan int, 256)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				verdicts[i] = s.judge(paths[i], maxSize)
-			}
-		}()
-	}
-	for i := range paths {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	forEach(len(paths), func(i int) { verdicts[i] = s.judge(paths[i], maxSize, unchanged(paths[i])) })
 	for i, v := range verdicts {
 		switch {
 		case v.keep:
@@ -301,7 +297,9 @@ type verdict struct {
 	skip    *Skipped
 }
 
-func (s *Store) judge(rel string, maxSize int64) (v verdict) {
+// judge looks at one path; unchanged says the store's index holds it as it is
+// (it will not be read), which spares the readability check.
+func (s *Store) judge(rel string, maxSize int64, unchanged bool) (v verdict) {
 	if hasGitComponent(rel) || s.symlinkParent(rel) {
 		// below a symlink: git refuses the path ("beyond a symbolic link"),
 		// and the symlink itself is captured as a symlink
@@ -332,7 +330,7 @@ func (s *Store) judge(rel string, maxSize int64) (v verdict) {
 		v.skip = &Skipped{Path: rel, Why: fmt.Sprintf("not a file git can store (%s)", fi.Mode().Type())}
 	case maxSize > 0 && fi.Size() > maxSize:
 		v.skip = &Skipped{Path: rel, Why: fmt.Sprintf("over the size limit (%d bytes)", fi.Size())}
-	case unix.Access(full, unix.R_OK) != nil:
+	case !unchanged && unix.Access(full, unix.R_OK) != nil:
 		v.skip = &Skipped{Path: rel, Why: "unreadable"}
 	default:
 		v.keep, v.regular, v.size = true, true, fi.Size()
@@ -351,7 +349,7 @@ func later(a, b time.Time) time.Time {
 // (a component that is ".git" in another case; judge checks the other such
 // name, a symlink named .gitmodules), or "" when it can.
 func refusedName(rel string) string {
-	for _, part := range strings.Split(rel, "/") {
+	for part := range strings.SplitSeq(rel, "/") {
 		if strings.EqualFold(part, ".git") {
 			return fmt.Sprintf("git cannot store a path named %q", part)
 		}
@@ -382,12 +380,42 @@ func (s *Store) symlinkParent(rel string) bool {
 // hasGitComponent reports whether a path lies inside a .git directory: those are
 // never captured, a nested repository's included.
 func hasGitComponent(rel string) bool {
-	for _, part := range strings.Split(rel, "/") {
+	for part := range strings.SplitSeq(rel, "/") {
 		if part == ".git" {
 			return true
 		}
 	}
 	return false
+}
+
+// forEach calls fn(0) to fn(n-1) from a few goroutines, for work that waits
+// on the file system (stat calls, directory reads): a few per CPU keep the
+// CPUs busy while others wait. Indices are handed out in batches, so that
+// handing them out costs little beside the calls.
+func forEach(n int, fn func(i int)) {
+	const batch = 64
+	workers := runtime.NumCPU() * 4
+	if max := (n + batch - 1) / batch; workers > max {
+		workers = max
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				start := int(next.Add(batch)) - batch
+				if start >= n {
+					return
+				}
+				for i := start; i < min(start+batch, n); i++ {
+					fn(i)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // parallel runs fns at once and returns the first error, after all have ended.
