@@ -85,6 +85,15 @@ func (s *Store) writeExcludes() error {
 // (rule.go) says a checkpoint holds it, and writes its tree. maxSize <= 0
 // means no limit. A damaged index is deleted and the capture made again.
 func (s *Store) capture(ctx context.Context, maxSize int64) (*capture, error) {
+	if s.unsplitIndex() {
+		// An index rewind wrote before it split its index: split it now, a
+		// cost paid once. A failure is left to the capture, which reads the
+		// index too and rebuilds a damaged one.
+		start := time.Now()
+		if _, err := s.git().Run(ctx, "update-index", "--split-index"); err == nil && time.Since(start) > migrationNote {
+			s.warn("the store's index was split, once (%s): later checkpoints write only what changed", time.Since(start).Round(100*time.Millisecond))
+		}
+	}
 	c, err := s.captureOnce(ctx, maxSize)
 	if why, ok := indexDamaged(ctx, err); ok {
 		if err := os.Remove(s.indexFile()); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -94,6 +103,22 @@ func (s *Store) capture(ctx context.Context, maxSize int64) (*capture, error) {
 		return s.captureOnce(ctx, maxSize)
 	}
 	return c, err
+}
+
+// migrationNote is how long the one-time split of an index must take before
+// rewind says why that checkpoint was slow.
+var migrationNote = time.Second
+
+// unsplitIndex reports whether the store's index is whole, as rewind before
+// the split index wrote it: it exists and no shared part (git's
+// sharedindex.<id>, beside it) does. Its first capture writes the shared part,
+// a cost paid once.
+func (s *Store) unsplitIndex() bool {
+	if _, err := os.Lstat(s.indexFile()); err != nil {
+		return false
+	}
+	shared, _ := filepath.Glob(filepath.Join(s.gitDir(), "sharedindex.*"))
+	return len(shared) == 0
 }
 
 func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error) {
