@@ -133,37 +133,52 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	// their stat data and the index keeps its cached trees, so write-tree
 	// rehashes only the directories that changed. The listing, the index's
 	// paths and the stat walk only read, and run side by side.
+	//
+	// Which paths the index holds, and which of them changed, come from the
+	// stat cache (statcache.go) when it describes the index as it is; else
+	// git tells (ls-files, diff-files), beside the listing.
 	g := s.git()
 	var h *held
 	var indexed, differ []byte
-	err := parallel(
-		func() (err error) { h, err = s.hold(ctx); return err },
-		func() (err error) { indexed, err = g.Run(ctx, "ls-files", "-z", "--cached"); return err },
-		func() (err error) {
-			differ, err = g.Run(ctx, "diff-files", "-z", "--name-only", "--no-ext-diff")
-			return err
-		},
-	)
-	if err != nil {
+	stamp, cached := s.readStatCache()
+	jobs := []func() error{func() (err error) { h, err = s.hold(ctx); return err }}
+	if cached == nil {
+		jobs = append(jobs,
+			func() (err error) { indexed, err = g.Run(ctx, "ls-files", "-z", "--cached"); return err },
+			func() (err error) {
+				differ, err = g.Run(ctx, "diff-files", "-z", "--name-only", "--no-ext-diff")
+				return err
+			})
+	}
+	if err := parallel(jobs...); err != nil {
 		return nil, err
 	}
 	for _, n := range h.notes {
 		s.warn("%s", n)
 	}
 	inIndex := map[string]bool{}
-	for _, p := range splitNul(indexed) {
-		inIndex[p] = true
-	}
 	changed := map[string]bool{}
-	for _, p := range splitNul(differ) {
-		changed[p] = true
+	var unchanged func(p string, k statKey) bool
+	if cached != nil {
+		for p := range cached {
+			inIndex[p] = true
+		}
+		unchanged = func(p string, k statKey) bool {
+			old, ok := cached[p]
+			return ok && old == k && k != statKey{}
+		}
+	} else {
+		for _, p := range splitNul(indexed) {
+			inIndex[p] = true
+		}
+		for _, p := range splitNul(differ) {
+			changed[p] = true
+		}
+		unchanged = func(p string, _ statKey) bool { return inIndex[p] && !changed[p] }
 	}
+	gitexec.TraceStep(fmt.Sprintf("listing (stat cache used: %v)", cached != nil), start)
 	s.dirOK.Clear()
 	walk := time.Now()
-	// A file the index holds and git sees unchanged is not read again (its
-	// blob is the index's), so only the others are checked for readability:
-	// a chmod or an ACL change moves the ctime, and git sees it changed.
-	unchanged := func(p string) bool { return inIndex[p] && !changed[p] }
 	keep, skipped := s.classify(h.paths, maxSize, unchanged)
 	gitexec.TraceStep(fmt.Sprintf("stat walk of %d paths", len(h.paths)), walk)
 	skipped = append(skipped, h.unreadable...)
@@ -174,7 +189,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	var fresh []verdict // regular files to hash
 	for _, v := range keep {
 		want[v.path] = true
-		if inIndex[v.path] && !changed[v.path] {
+		if v.unchanged {
 			continue
 		}
 		update = append(update, v.path)
@@ -237,6 +252,22 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			return nil, err
 		}
 	}
+	// The stat cache now: every path the index holds (those kept, less the
+	// racy ones), with what the walk saw of it before any was hashed. Left
+	// alone when nothing changed and the index is as it was.
+	if now, err := indexStamp(s.indexFile()); len(update) > 0 || len(remove) > 0 || len(racy) > 0 || cached == nil || err != nil || !bytes.Equal(now, stamp) {
+		left := map[string]bool{}
+		for _, p := range racy {
+			left[p] = true
+		}
+		entries := make(map[string]statKey, len(keep))
+		for _, v := range keep {
+			if !left[v.path] {
+				entries[v.path] = v.key
+			}
+		}
+		s.writeStatCache(entries)
+	}
 	gitexec.TraceStep(fmt.Sprintf("recent changes re-checked (%d left the index)", len(racy)), recheck)
 	var unread []Skipped
 	scan := time.Now()
@@ -296,9 +327,9 @@ func (s *Store) prewrite(ctx context.Context, files []verdict) {
 // under the limit and readable) and the skipped ones to report; the rest (gone,
 // or not files) are left out. Stat calls run in parallel:
 // this is the one walk a checkpoint costs.
-func (s *Store) classify(paths []string, maxSize int64, unchanged func(string) bool) (keep []verdict, skipped []Skipped) {
+func (s *Store) classify(paths []string, maxSize int64, unchanged func(string, statKey) bool) (keep []verdict, skipped []Skipped) {
 	verdicts := make([]verdict, len(paths))
-	forEach(len(paths), func(i int) { verdicts[i] = s.judge(paths[i], maxSize, unchanged(paths[i])) })
+	forEach(len(paths), func(i int) { verdicts[i] = s.judge(paths[i], maxSize, unchanged) })
 	for i, v := range verdicts {
 		switch {
 		case v.keep:
@@ -320,11 +351,15 @@ type verdict struct {
 	perm    os.FileMode
 	changed time.Time // the later of its ctime and mtime
 	skip    *Skipped
+
+	key       statKey // what the stat cache compares
+	unchanged bool    // the store's index holds it as it is: not hashed again
 }
 
-// judge looks at one path; unchanged says the store's index holds it as it is
-// (it will not be read), which spares the readability check.
-func (s *Store) judge(rel string, maxSize int64, unchanged bool) (v verdict) {
+// judge looks at one path; unchanged says whether the store's index holds it
+// as it is, given its stat (then it is not read again, so the readability
+// check is spared: a chmod or an ACL change moves the ctime).
+func (s *Store) judge(rel string, maxSize int64, unchanged func(string, statKey) bool) (v verdict) {
 	if hasGitComponent(rel) || s.symlinkParent(rel) {
 		// below a symlink: git refuses the path ("beyond a symbolic link"),
 		// and the symlink itself is captured as a symlink
@@ -343,7 +378,8 @@ func (s *Store) judge(rel string, maxSize int64, unchanged bool) (v verdict) {
 		v.skip = &Skipped{Path: rel, Why: "cannot be read: " + errText(err)}
 		return v
 	}
-	v.perm, v.changed = fi.Mode().Perm(), later(ctime(fi), fi.ModTime())
+	v.perm, v.changed, v.key = fi.Mode().Perm(), later(ctime(fi), fi.ModTime()), keyOf(fi)
+	v.unchanged = unchanged(rel, v.key)
 	switch {
 	case fi.Mode()&os.ModeSymlink != 0 && strings.EqualFold(path.Base(rel), ".gitmodules"):
 		v.skip = &Skipped{Path: rel, Why: "git cannot store a symlink named .gitmodules"}
@@ -355,7 +391,7 @@ func (s *Store) judge(rel string, maxSize int64, unchanged bool) (v verdict) {
 		v.skip = &Skipped{Path: rel, Why: fmt.Sprintf("not a file git can store (%s)", fi.Mode().Type())}
 	case maxSize > 0 && fi.Size() > maxSize:
 		v.skip = &Skipped{Path: rel, Why: fmt.Sprintf("over the size limit (%d bytes)", fi.Size())}
-	case !unchanged && unix.Access(full, unix.R_OK) != nil:
+	case !v.unchanged && unix.Access(full, unix.R_OK) != nil:
 		v.skip = &Skipped{Path: rel, Why: "unreadable"}
 	default:
 		v.keep, v.regular, v.size = true, true, fi.Size()

@@ -1,0 +1,185 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"time"
+
+	"github.com/rewind-cli/rewind/gitexec"
+)
+
+// The stat cache (rewind-statcache) spares a capture git's own look at the
+// index (ls-files --cached for its paths, diff-files for the ones that
+// differ): it holds, for every path of the store's index, what the capture
+// that last wrote the index saw of the file (statKey), and the index's stamp
+// then (its size and last bytes, which end in its checksum). When the index
+// still has that stamp, the cache's paths are the index's, and a file whose
+// stat is what the cache holds is the one the index hashed: rewind's own stat
+// walk, which it makes anyway for the permission bits, tells what changed.
+// Any other index (rewritten by git, rebuilt, from a store without the cache)
+// makes the capture ask git as before, and write the cache anew.
+//
+// Exactness: a file's content cannot change without its ctime changing, and
+// the capture never records a file whose status changed in or after the
+// second it began (those leave the index too: see captureOnce), so on a file
+// system with whole-second times a same-second rewrite is still seen. The
+// stat compared is taken before the file is hashed: a change in between makes
+// the next capture hash it again. The cache is read whole and checked (its
+// own checksum, then the index's stamp); one that fails either is ignored,
+// never an error.
+
+// statKey is the stat data the cache compares.
+type statKey struct {
+	dev, ino, mode, size, mtime, ctime, uid, gid uint64
+}
+
+const statCacheMagic = "rewind stat cache 1\n"
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// statCacheFile is where the cache lives, beside the index it describes.
+func (s *Store) statCacheFile() string { return s.scratchFile("statcache") }
+
+// indexStamp identifies the state of an index file: its size and its last 32
+// bytes (git's trailing checksum of it, and what precedes it).
+func indexStamp(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() < 32 {
+		return nil, errors.New("index too short")
+	}
+	stamp := binary.LittleEndian.AppendUint64(nil, uint64(fi.Size()))
+	tail := make([]byte, 32)
+	if _, err := f.ReadAt(tail, fi.Size()-32); err != nil && err != io.EOF {
+		return nil, err
+	}
+	return append(stamp, tail...), nil
+}
+
+// encodeStatCache renders the cache: magic, stamp, count, the entries (path
+// length, path, eight fields), and a CRC-32C of all that.
+func encodeStatCache(stamp []byte, entries map[string]statKey) []byte {
+	var b bytes.Buffer
+	b.WriteString(statCacheMagic)
+	b.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(stamp))))
+	b.Write(stamp)
+	b.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(entries))))
+	var rec [8 * 8]byte
+	for p, k := range entries {
+		b.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(p))))
+		b.WriteString(p)
+		for i, v := range [8]uint64{k.dev, k.ino, k.mode, k.size, k.mtime, k.ctime, k.uid, k.gid} {
+			binary.LittleEndian.PutUint64(rec[i*8:], v)
+		}
+		b.Write(rec[:])
+	}
+	return binary.LittleEndian.AppendUint32(b.Bytes(), crc32.Checksum(b.Bytes(), crcTable))
+}
+
+// decodeStatCache parses a cache; any flaw makes it an error.
+func decodeStatCache(data []byte) (stamp []byte, entries map[string]statKey, err error) {
+	bad := errors.New("not a stat cache")
+	if len(data) < len(statCacheMagic)+12 || string(data[:len(statCacheMagic)]) != statCacheMagic {
+		return nil, nil, bad
+	}
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, crcTable) != sum {
+		return nil, nil, bad
+	}
+	rest := body[len(statCacheMagic):]
+	next := func(n int) []byte {
+		if n < 0 || n > len(rest) {
+			return nil
+		}
+		out := rest[:n]
+		rest = rest[n:]
+		return out
+	}
+	u32 := func() (int, bool) {
+		b := next(4)
+		if b == nil {
+			return 0, false
+		}
+		return int(binary.LittleEndian.Uint32(b)), true
+	}
+	n, ok := u32()
+	if !ok || n > len(rest) {
+		return nil, nil, bad
+	}
+	stamp = bytes.Clone(next(n))
+	count, ok := u32()
+	if !ok || count > len(rest)/(4+64) {
+		return nil, nil, bad
+	}
+	entries = make(map[string]statKey, count)
+	for i := 0; i < count; i++ {
+		n, ok := u32()
+		if !ok {
+			return nil, nil, bad
+		}
+		p := next(n)
+		rec := next(64)
+		if p == nil || rec == nil {
+			return nil, nil, bad
+		}
+		var f [8]uint64
+		for j := range f {
+			f[j] = binary.LittleEndian.Uint64(rec[j*8:])
+		}
+		entries[string(p)] = statKey{f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]}
+	}
+	if len(rest) != 0 {
+		return nil, nil, bad
+	}
+	return stamp, entries, nil
+}
+
+// readStatCache returns the cache's entries and the index's stamp when the
+// cache describes the store's index as it is now, else nil.
+func (s *Store) readStatCache() ([]byte, map[string]statKey) {
+	if statCacheOff {
+		return nil, nil
+	}
+	data, err := os.ReadFile(s.statCacheFile())
+	if err != nil {
+		return nil, nil
+	}
+	stamp, entries, err := decodeStatCache(data)
+	if err != nil {
+		return nil, nil
+	}
+	now, err := indexStamp(s.indexFile())
+	if err != nil || !bytes.Equal(now, stamp) {
+		return nil, nil
+	}
+	return stamp, entries
+}
+
+// writeStatCache records entries as the paths of the index as it is now.
+// Without an index (or on any failure) the old cache goes: it could only
+// describe another index, which its stamp would tell anyway.
+func (s *Store) writeStatCache(entries map[string]statKey) {
+	defer gitexec.TraceStep(fmt.Sprintf("stat cache written (%d paths)", len(entries)), time.Now())
+	stamp, err := indexStamp(s.indexFile())
+	if err == nil {
+		err = writeAtomic(s.statCacheFile(), encodeStatCache(stamp, entries), 0o600)
+	}
+	if err != nil {
+		os.Remove(s.statCacheFile())
+	}
+}
+
+// statCacheOff makes every capture ask git (a test compares both ways).
+var statCacheOff = false
