@@ -329,7 +329,35 @@ func (s *Store) prewrite(ctx context.Context, files []verdict) {
 // this is the one walk a checkpoint costs.
 func (s *Store) classify(paths []string, maxSize int64, unchanged func(string, statKey) bool) (keep []verdict, skipped []Skipped) {
 	verdicts := make([]verdict, len(paths))
-	forEach(len(paths), func(i int) { verdicts[i] = s.judge(paths[i], maxSize, unchanged) })
+	// The paths by directory, in runs of at most 256 (so that a flat tree
+	// still spreads over the workers), each run looked at through one
+	// descriptor of its directory.
+	type run struct {
+		dir        string
+		start, end int // indices into byDir
+	}
+	order := make([]int, len(paths))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return path.Dir(paths[order[a]]) < path.Dir(paths[order[b]]) })
+	var runs []run
+	for i := 0; i < len(order); {
+		d := path.Dir(paths[order[i]])
+		j := i
+		for j < len(order) && j-i < 256 && path.Dir(paths[order[j]]) == d {
+			j++
+		}
+		runs = append(runs, run{d, i, j})
+		i = j
+	}
+	forEach(len(runs), func(r int) {
+		ds := openDirStat(filepath.Join(s.WorkTree, runs[r].dir))
+		defer ds.close()
+		for _, i := range order[runs[r].start:runs[r].end] {
+			verdicts[i] = s.judge(paths[i], maxSize, unchanged, ds)
+		}
+	})
 	for i, v := range verdicts {
 		switch {
 		case v.keep:
@@ -359,7 +387,7 @@ type verdict struct {
 // judge looks at one path; unchanged says whether the store's index holds it
 // as it is, given its stat (then it is not read again, so the readability
 // check is spared: a chmod or an ACL change moves the ctime).
-func (s *Store) judge(rel string, maxSize int64, unchanged func(string, statKey) bool) (v verdict) {
+func (s *Store) judge(rel string, maxSize int64, unchanged func(string, statKey) bool, ds dirStat) (v verdict) {
 	if hasGitComponent(rel) || s.symlinkParent(rel) {
 		// below a symlink: git refuses the path ("beyond a symbolic link"),
 		// and the symlink itself is captured as a symlink
@@ -370,7 +398,7 @@ func (s *Store) judge(rel string, maxSize int64, unchanged func(string, statKey)
 		return v
 	}
 	full := filepath.Join(s.WorkTree, rel)
-	fi, err := os.Lstat(full)
+	fi, err := ds.lstat(full, path.Base(rel))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return v // gone: update-index --remove drops it
