@@ -329,32 +329,27 @@ func (s *Store) prewrite(ctx context.Context, files []verdict) {
 // this is the one walk a checkpoint costs.
 func (s *Store) classify(paths []string, maxSize int64, unchanged func(string, statKey) bool) (keep []verdict, skipped []Skipped) {
 	verdicts := make([]verdict, len(paths))
-	// The paths by directory, in runs of at most 256 (so that a flat tree
-	// still spreads over the workers), each run looked at through one
-	// descriptor of its directory.
+	// Runs of paths in one directory (git lists a directory's files
+	// together), of at most 256 so that a flat tree still spreads over the
+	// workers, each looked at through one descriptor of its directory.
 	type run struct {
 		dir        string
-		start, end int // indices into byDir
+		start, end int // indices into paths
 	}
-	order := make([]int, len(paths))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return path.Dir(paths[order[a]]) < path.Dir(paths[order[b]]) })
 	var runs []run
-	for i := 0; i < len(order); {
-		d := path.Dir(paths[order[i]])
-		j := i
-		for j < len(order) && j-i < 256 && path.Dir(paths[order[j]]) == d {
+	for i := 0; i < len(paths); {
+		d := path.Dir(paths[i])
+		j := i + 1
+		for j < len(paths) && j-i < 256 && path.Dir(paths[j]) == d {
 			j++
 		}
 		runs = append(runs, run{d, i, j})
 		i = j
 	}
 	forEach(len(runs), func(r int) {
-		ds := openDirStat(filepath.Join(s.WorkTree, runs[r].dir))
+		ds := openDirStat(s.WorkTree + "/" + runs[r].dir)
 		defer ds.close()
-		for _, i := range order[runs[r].start:runs[r].end] {
+		for i := runs[r].start; i < runs[r].end; i++ {
 			verdicts[i] = s.judge(paths[i], maxSize, unchanged, ds)
 		}
 	})
@@ -397,7 +392,7 @@ func (s *Store) judge(rel string, maxSize int64, unchanged func(string, statKey)
 		v.skip = &Skipped{Path: rel, Why: why}
 		return v
 	}
-	full := filepath.Join(s.WorkTree, rel)
+	full := s.WorkTree + "/" + rel // rel is clean, and never empty
 	fi, err := ds.lstat(full, path.Base(rel))
 	switch {
 	case errors.Is(err, os.ErrNotExist):

@@ -98,7 +98,11 @@ func decodeStatCache(data []byte) (stamp []byte, entries map[string]statKey, err
 	if crc32.Checksum(body, crcTable) != sum {
 		return nil, nil, bad
 	}
+	// One string holds every path: the keys are slices of it, not an
+	// allocation each.
+	all := string(body)
 	rest := body[len(statCacheMagic):]
+	at := func(b []byte) string { off := len(body) - len(rest) - len(b); return all[off : off+len(b)] }
 	next := func(n int) []byte {
 		if n < 0 || n > len(rest) {
 			return nil
@@ -130,15 +134,19 @@ func decodeStatCache(data []byte) (stamp []byte, entries map[string]statKey, err
 			return nil, nil, bad
 		}
 		p := next(n)
+		if p == nil {
+			return nil, nil, bad
+		}
+		key := at(p)
 		rec := next(64)
-		if p == nil || rec == nil {
+		if rec == nil {
 			return nil, nil, bad
 		}
 		var f [8]uint64
 		for j := range f {
 			f[j] = binary.LittleEndian.Uint64(rec[j*8:])
 		}
-		entries[string(p)] = statKey{f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]}
+		entries[key] = statKey{f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]}
 	}
 	if len(rest) != 0 {
 		return nil, nil, bad
