@@ -121,6 +121,25 @@ func (s *Store) unsplitIndex() bool {
 	return len(shared) == 0
 }
 
+// compactIndex leaves the store's index with one shared part. The parts
+// earlier indexes named stay a day after (so that a kill between git writing
+// a new part and the index naming it never leaves an index without its part);
+// a prune, which frees what is no longer needed, drops them at once. The index
+// is first written whole, so that at every instant the index on disk is one
+// git can read, then split again with every other shared part deleted.
+func (s *Store) compactIndex(ctx context.Context) error {
+	if _, err := os.Lstat(s.indexFile()); err != nil {
+		return nil
+	}
+	whole := s.git()
+	whole.SplitIndexFile = "" // core.splitIndex=false: write it whole
+	if _, err := whole.Run(ctx, "update-index", "--no-split-index"); err != nil {
+		return err
+	}
+	_, err := s.git().Run(ctx, "-c", "splitIndex.sharedIndexExpire=now", "update-index", "--split-index")
+	return err
+}
+
 func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error) {
 	// Files changed from here on may have been hashed in the same second as
 	// their change; see the end.

@@ -716,6 +716,9 @@ func (s *Store) Prune(ctx context.Context, keep int) (evicted []*Checkpoint, bef
 	if _, err := s.git().Run(ctx, "update-ref", "--no-deref", indexTreeRef, strings.TrimSpace(string(out))); err != nil {
 		return evicted, before, 0, err
 	}
+	if err := s.compactIndex(ctx); err != nil {
+		return evicted, before, 0, err
+	}
 	g := s.git()
 	g.IndexFile = s.procedureIndex()
 	// repack and prune rather than gc: both run as rewind's direct children, so

@@ -23,7 +23,8 @@
 //	                        neither ls-files nor diff-files (statcache.go)
 //	sharedindex.<id>        git's: the shared part of the split rewind-index,
 //	                        rewritten now and then; a part no index has named
-//	                        for a day is deleted by git
+//	                        for a day is deleted by git, and a prune keeps
+//	                        only the one the index names
 //	rewind-home/            an empty directory used as git's HOME and hooks path
 //	rewind-worktree         the absolute path of the one work tree the store serves
 //	rewind-adopted-from     the work tree it served before `checkpoint adopt`

@@ -196,3 +196,45 @@ func TestWholeIndexIsSplitOnce(t *testing.T) {
 		t.Errorf("tree %s, a fresh store's %s", made.Checkpoint.Tree, got)
 	}
 }
+
+// TestPruneLeavesOneSharedPart checks that a prune drops the shared parts
+// earlier indexes named (kept a day otherwise), and that the index it leaves
+// is whole and gives the next checkpoint a fresh store's tree.
+func TestPruneLeavesOneSharedPart(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	splitWorkTree(t, wt, 150)
+	if _, err := s.Create(ctx, CreateOptions{Reason: "one", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(s.indexFile()) // the next capture writes a new shared part
+	mustWrite(t, filepath.Join(wt, "d1/f001.txt"), "changed\n")
+	if _, err := s.Create(ctx, CreateOptions{Reason: "two", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if parts := sharedParts(t, s); len(parts) < 2 {
+		t.Fatalf("shared parts %v before the prune, want at least two", parts)
+	}
+	before, err := s.git().Run(ctx, "ls-files", "-z", "--stage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := s.Prune(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	if parts := sharedParts(t, s); len(parts) != 1 {
+		t.Errorf("shared parts %v after the prune, want one", parts)
+	}
+	after, err := s.git().Run(ctx, "ls-files", "-z", "--stage")
+	if err != nil || string(after) != string(before) || len(before) == 0 {
+		t.Fatalf("the index after the prune differs (%d bytes listed, %d before): %v", len(after), len(before), err)
+	}
+	mustWrite(t, filepath.Join(wt, "d2/f002.txt"), "changed too\n")
+	made, err := s.Create(ctx, CreateOptions{Reason: "three", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := freshTree(t, wt); made.Checkpoint.Tree != got {
+		t.Errorf("tree %s, a fresh store's %s", made.Checkpoint.Tree, got)
+	}
+}
