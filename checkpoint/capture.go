@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rewind-cli/rewind/gitexec"
 	"golang.org/x/sys/unix"
 )
 
@@ -84,6 +85,15 @@ func (s *Store) writeExcludes() error {
 // (rule.go) says a checkpoint holds it, and writes its tree. maxSize <= 0
 // means no limit. A damaged index is deleted and the capture made again.
 func (s *Store) capture(ctx context.Context, maxSize int64) (*capture, error) {
+	if s.unsplitIndex() {
+		// An index rewind wrote before it split its index: split it now, a
+		// cost paid once. A failure is left to the capture, which reads the
+		// index too and rebuilds a damaged one.
+		start := time.Now()
+		if _, err := s.git().Run(ctx, "update-index", "--split-index"); err == nil && time.Since(start) > migrationNote {
+			s.warn("the store's index was split, once (%s): later checkpoints write only what changed", time.Since(start).Round(100*time.Millisecond))
+		}
+	}
 	c, err := s.captureOnce(ctx, maxSize)
 	if why, ok := indexDamaged(ctx, err); ok {
 		if err := os.Remove(s.indexFile()); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -93,6 +103,41 @@ func (s *Store) capture(ctx context.Context, maxSize int64) (*capture, error) {
 		return s.captureOnce(ctx, maxSize)
 	}
 	return c, err
+}
+
+// migrationNote is how long the one-time split of an index must take before
+// rewind says why that checkpoint was slow.
+var migrationNote = time.Second
+
+// unsplitIndex reports whether the store's index is whole, as rewind before
+// the split index wrote it: it exists and no shared part (git's
+// sharedindex.<id>, beside it) does. Its first capture writes the shared part,
+// a cost paid once.
+func (s *Store) unsplitIndex() bool {
+	if _, err := os.Lstat(s.indexFile()); err != nil {
+		return false
+	}
+	shared, _ := filepath.Glob(filepath.Join(s.gitDir(), "sharedindex.*"))
+	return len(shared) == 0
+}
+
+// compactIndex leaves the store's index with one shared part. The parts
+// earlier indexes named stay a day after (so that a kill between git writing
+// a new part and the index naming it never leaves an index without its part);
+// a prune, which frees what is no longer needed, drops them at once. The index
+// is first written whole, so that at every instant the index on disk is one
+// git can read, then split again with every other shared part deleted.
+func (s *Store) compactIndex(ctx context.Context) error {
+	if _, err := os.Lstat(s.indexFile()); err != nil {
+		return nil
+	}
+	whole := s.git()
+	whole.SplitIndexFile = "" // core.splitIndex=false: write it whole
+	if _, err := whole.Run(ctx, "update-index", "--no-split-index"); err != nil {
+		return err
+	}
+	_, err := s.git().Run(ctx, "-c", "splitIndex.sharedIndexExpire=now", "update-index", "--split-index")
+	return err
 }
 
 func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error) {
@@ -107,33 +152,54 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	// their stat data and the index keeps its cached trees, so write-tree
 	// rehashes only the directories that changed. The listing, the index's
 	// paths and the stat walk only read, and run side by side.
+	//
+	// Which paths the index holds, and which of them changed, come from the
+	// stat cache (statcache.go) when it describes the index as it is; else
+	// git tells (ls-files, diff-files), beside the listing.
 	g := s.git()
 	var h *held
 	var indexed, differ []byte
-	err := parallel(
-		func() (err error) { h, err = s.hold(ctx); return err },
-		func() (err error) { indexed, err = g.Run(ctx, "ls-files", "-z", "--cached"); return err },
-		func() (err error) {
-			differ, err = g.Run(ctx, "diff-files", "-z", "--name-only", "--no-ext-diff")
-			return err
-		},
-	)
-	if err != nil {
+	stamp, cached := s.readStatCache()
+	jobs := []func() error{func() (err error) { h, err = s.hold(ctx); return err }}
+	if cached == nil {
+		jobs = append(jobs,
+			func() (err error) { indexed, err = g.Run(ctx, "ls-files", "-z", "--cached"); return err },
+			func() (err error) {
+				differ, err = g.Run(ctx, "diff-files", "-z", "--name-only", "--no-ext-diff")
+				return err
+			})
+	}
+	if err := parallel(jobs...); err != nil {
 		return nil, err
 	}
 	for _, n := range h.notes {
 		s.warn("%s", n)
 	}
 	inIndex := map[string]bool{}
-	for _, p := range splitNul(indexed) {
-		inIndex[p] = true
-	}
 	changed := map[string]bool{}
-	for _, p := range splitNul(differ) {
-		changed[p] = true
+	var unchanged func(p string, k statKey) bool
+	if cached != nil {
+		for p := range cached {
+			inIndex[p] = true
+		}
+		unchanged = func(p string, k statKey) bool {
+			old, ok := cached[p]
+			return ok && old == k && k != statKey{}
+		}
+	} else {
+		for _, p := range splitNul(indexed) {
+			inIndex[p] = true
+		}
+		for _, p := range splitNul(differ) {
+			changed[p] = true
+		}
+		unchanged = func(p string, _ statKey) bool { return inIndex[p] && !changed[p] }
 	}
+	gitexec.TraceStep(fmt.Sprintf("listing (stat cache used: %v)", cached != nil), start)
 	s.dirOK.Clear()
-	keep, skipped := s.classify(h.paths, maxSize)
+	walk := time.Now()
+	keep, skipped := s.classify(h.paths, maxSize, unchanged)
+	gitexec.TraceStep(fmt.Sprintf("stat walk of %d paths", len(h.paths)), walk)
 	skipped = append(skipped, h.unreadable...)
 	c := &capture{skipped: skipped, files: len(keep), held: h}
 	want := make(map[string]bool, len(keep))
@@ -142,7 +208,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	var fresh []verdict // regular files to hash
 	for _, v := range keep {
 		want[v.path] = true
-		if inIndex[v.path] && !changed[v.path] {
+		if v.unchanged {
 			continue
 		}
 		update = append(update, v.path)
@@ -183,6 +249,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	// capture hashes them again.
 	// The files hashed now are looked at again: one changed between the look
 	// that judged it and the hash carries a stale time in v.
+	recheck := time.Now()
 	since := start.Truncate(time.Second)
 	hashed := map[string]bool{}
 	for _, p := range update {
@@ -205,10 +272,29 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			return nil, err
 		}
 	}
+	// The stat cache now: every path the index holds (those kept, less the
+	// racy ones), with what the walk saw of it before any was hashed. Left
+	// alone when nothing changed and the index is as it was.
+	if now, err := indexStamp(s.indexFile()); len(update) > 0 || len(remove) > 0 || len(racy) > 0 || cached == nil || err != nil || !bytes.Equal(now, stamp) {
+		left := map[string]bool{}
+		for _, p := range racy {
+			left[p] = true
+		}
+		entries := make(map[string]statKey, len(keep))
+		for _, v := range keep {
+			if !left[v.path] {
+				entries[v.path] = v.key
+			}
+		}
+		s.writeStatCache(entries)
+	}
+	gitexec.TraceStep(fmt.Sprintf("recent changes re-checked (%d left the index)", len(racy)), recheck)
 	var unread []Skipped
+	scan := time.Now()
 	if c.meta, unread, err = s.buildMeta(ctx, h, keep); err != nil {
 		return nil, err
 	}
+	gitexec.TraceStep("permission bits and empty directories", scan)
 	c.skipped = append(c.skipped, unread...)
 	return c, nil
 }
@@ -262,25 +348,32 @@ func (s *Store) prewrite(ctx context.Context, files []verdict) {
 // under the limit and readable) and the skipped ones to report; the rest (gone,
 // or not files) are left out. Stat calls run in parallel:
 // this is the one walk a checkpoint costs.
-func (s *Store) classify(paths []string, maxSize int64) (keep []verdict, skipped []Skipped) {
+func (s *Store) classify(paths []string, maxSize int64, unchanged func(string, statKey) bool) (keep []verdict, skipped []Skipped) {
 	verdicts := make([]verdict, len(paths))
-	workers := runtime.NumCPU() * 4
-	var wg sync.WaitGroup
-	next := make(chan int, 256)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				verdicts[i] = s.judge(paths[i], maxSize)
-			}
-		}()
+	// Runs of paths in one directory (git lists a directory's files
+	// together), of at most 256 so that a flat tree still spreads over the
+	// workers, each looked at through one descriptor of its directory.
+	type run struct {
+		dir        string
+		start, end int // indices into paths
 	}
-	for i := range paths {
-		next <- i
+	var runs []run
+	for i := 0; i < len(paths); {
+		d := path.Dir(paths[i])
+		j := i + 1
+		for j < len(paths) && j-i < 256 && path.Dir(paths[j]) == d {
+			j++
+		}
+		runs = append(runs, run{d, i, j})
+		i = j
 	}
-	close(next)
-	wg.Wait()
+	forEach(len(runs), func(r int) {
+		ds := openDirStat(s.WorkTree + "/" + runs[r].dir)
+		defer ds.close()
+		for i := runs[r].start; i < runs[r].end; i++ {
+			verdicts[i] = s.judge(paths[i], maxSize, unchanged, ds)
+		}
+	})
 	for i, v := range verdicts {
 		switch {
 		case v.keep:
@@ -302,9 +395,15 @@ type verdict struct {
 	perm    os.FileMode
 	changed time.Time // the later of its ctime and mtime
 	skip    *Skipped
+
+	key       statKey // what the stat cache compares
+	unchanged bool    // the store's index holds it as it is: not hashed again
 }
 
-func (s *Store) judge(rel string, maxSize int64) (v verdict) {
+// judge looks at one path; unchanged says whether the store's index holds it
+// as it is, given its stat (then it is not read again, so the readability
+// check is spared: a chmod or an ACL change moves the ctime).
+func (s *Store) judge(rel string, maxSize int64, unchanged func(string, statKey) bool, ds dirStat) (v verdict) {
 	if hasGitComponent(rel) || s.symlinkParent(rel) {
 		// below a symlink: git refuses the path ("beyond a symbolic link"),
 		// and the symlink itself is captured as a symlink
@@ -314,8 +413,8 @@ func (s *Store) judge(rel string, maxSize int64) (v verdict) {
 		v.skip = &Skipped{Path: rel, Why: why}
 		return v
 	}
-	full := filepath.Join(s.WorkTree, rel)
-	fi, err := os.Lstat(full)
+	full := s.WorkTree + "/" + rel // rel is clean, and never empty
+	fi, err := ds.lstat(full, path.Base(rel))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return v // gone: update-index --remove drops it
@@ -323,7 +422,8 @@ func (s *Store) judge(rel string, maxSize int64) (v verdict) {
 		v.skip = &Skipped{Path: rel, Why: "cannot be read: " + errText(err)}
 		return v
 	}
-	v.perm, v.changed = fi.Mode().Perm(), later(ctime(fi), fi.ModTime())
+	v.perm, v.changed, v.key = fi.Mode().Perm(), later(ctime(fi), fi.ModTime()), keyOf(fi)
+	v.unchanged = unchanged(rel, v.key)
 	switch {
 	case fi.Mode()&os.ModeSymlink != 0 && strings.EqualFold(path.Base(rel), ".gitmodules"):
 		v.skip = &Skipped{Path: rel, Why: "git cannot store a symlink named .gitmodules"}
@@ -335,7 +435,7 @@ func (s *Store) judge(rel string, maxSize int64) (v verdict) {
 		v.skip = &Skipped{Path: rel, Why: fmt.Sprintf("not a file git can store (%s)", fi.Mode().Type())}
 	case maxSize > 0 && fi.Size() > maxSize:
 		v.skip = &Skipped{Path: rel, Why: fmt.Sprintf("over the size limit (%d bytes)", fi.Size())}
-	case unix.Access(full, unix.R_OK) != nil:
+	case !v.unchanged && unix.Access(full, unix.R_OK) != nil:
 		v.skip = &Skipped{Path: rel, Why: "unreadable"}
 	default:
 		v.keep, v.regular, v.size = true, true, fi.Size()
@@ -354,7 +454,7 @@ func later(a, b time.Time) time.Time {
 // (a component that is ".git" in another case; judge checks the other such
 // name, a symlink named .gitmodules), or "" when it can.
 func refusedName(rel string) string {
-	for _, part := range strings.Split(rel, "/") {
+	for part := range strings.SplitSeq(rel, "/") {
 		if strings.EqualFold(part, ".git") {
 			return fmt.Sprintf("git cannot store a path named %q", part)
 		}
@@ -385,12 +485,42 @@ func (s *Store) symlinkParent(rel string) bool {
 // hasGitComponent reports whether a path lies inside a .git directory: those are
 // never captured, a nested repository's included.
 func hasGitComponent(rel string) bool {
-	for _, part := range strings.Split(rel, "/") {
+	for part := range strings.SplitSeq(rel, "/") {
 		if part == ".git" {
 			return true
 		}
 	}
 	return false
+}
+
+// forEach calls fn(0) to fn(n-1) from a few goroutines, for work that waits
+// on the file system (stat calls, directory reads): a few per CPU keep the
+// CPUs busy while others wait. Indices are handed out in batches, so that
+// handing them out costs little beside the calls.
+func forEach(n int, fn func(i int)) {
+	const batch = 64
+	workers := runtime.NumCPU() * 4
+	if max := (n + batch - 1) / batch; workers > max {
+		workers = max
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				start := int(next.Add(batch)) - batch
+				if start >= n {
+					return
+				}
+				for i := start; i < min(start+batch, n); i++ {
+					fn(i)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // parallel runs fns at once and returns the first error, after all have ended.

@@ -465,11 +465,13 @@ func (s *Store) Create(ctx context.Context, opt CreateOptions) (*Created, error)
 	if err := CheckLabel("source", opt.Source); err != nil {
 		return nil, err
 	}
+	begun := time.Now()
 	unlock, err := s.begin(ctx, true)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	gitexec.TraceStep("lock and health check", begun)
 	return s.create(ctx, opt)
 }
 
@@ -512,8 +514,16 @@ func (s *Store) create(ctx context.Context, opt CreateOptions) (*Created, error)
 	var cps []*Checkpoint
 	var branch, head string
 	err := parallel(
-		func() (err error) { cap, err = s.capture(ctx, max); return err },
-		func() (err error) { cps, err = s.List(ctx); return err },
+		func() (err error) {
+			defer gitexec.TraceStep("capture", time.Now())
+			cap, err = s.capture(ctx, max)
+			return err
+		},
+		func() (err error) {
+			defer gitexec.TraceStep("list of checkpoints", time.Now())
+			cps, err = s.List(ctx)
+			return err
+		},
 		func() error { branch, head = s.projectHead(ctx); return nil },
 	)
 	if err != nil {
@@ -573,6 +583,7 @@ func (s *Store) create(ctx context.Context, opt CreateOptions) (*Created, error)
 	}
 	// The checkpoint is recorded: a failed eviction is for the next one to retry,
 	// not a failure of this one.
+	defer gitexec.TraceStep("eviction and manifest", time.Now())
 	if res.Evicted, err = s.evict(ctx, cps, keep); err != nil {
 		s.warn("could not evict old checkpoints (the next checkpoint retries): %v", err)
 	}
@@ -734,6 +745,9 @@ func (s *Store) Prune(ctx context.Context, keep int) (evicted []*Checkpoint, bef
 		return evicted, before, 0, err
 	}
 	if _, err := s.git().Run(ctx, "update-ref", "--no-deref", indexTreeRef, strings.TrimSpace(string(out))); err != nil {
+		return evicted, before, 0, err
+	}
+	if err := s.compactIndex(ctx); err != nil {
 		return evicted, before, 0, err
 	}
 	g := s.git()

@@ -16,6 +16,15 @@
 //	rewind-index            rewind's persistent index: stat data kept between
 //	                        checkpoints, so a checkpoint after a small change
 //	                        costs one stat walk; a cache, rebuilt when damaged
+//	                        (its shared part missing included); kept split
+//	rewind-statcache        what the last capture saw of each file of the index
+//	                        (stat data, nanosecond times), stamped with the
+//	                        index's checksum: while it matches, a capture needs
+//	                        neither ls-files nor diff-files (statcache.go)
+//	sharedindex.<id>        git's: the shared part of the split rewind-index,
+//	                        rewritten now and then; a part no index has named
+//	                        for a day is deleted by git, and a prune keeps
+//	                        only the one the index names
 //	rewind-home/            an empty directory used as git's HOME and hooks path
 //	rewind-worktree         the absolute path of the one work tree the store serves
 //	rewind-adopted-from     the work tree it served before `checkpoint adopt`

@@ -153,21 +153,25 @@ func (s *Store) buildMeta(ctx context.Context, h *held, kept []verdict) (*meta, 
 	var empty []string
 	level := sortedKeys(dirs)
 	for len(level) > 0 {
+		// The directories of a level are read side by side; what each
+		// holds is sorted out after, in order.
+		subdirs := make([][]string, len(level))
+		errs := make([]error, len(level))
+		forEach(len(level), func(i int) { subdirs[i], errs[i] = readSubdirs(filepath.Join(s.WorkTree, level[i])) })
 		var candidates []string
-		for _, d := range level {
-			entries, err := os.ReadDir(filepath.Join(s.WorkTree, d))
-			if err != nil {
+		for i, d := range level {
+			if err := errs[i]; err != nil {
 				if !os.IsNotExist(err) {
 					skipped = append(skipped, Skipped{Path: d + "/", Why: "its directory cannot be read: " + errText(err)})
 				}
 				continue
 			}
-			for _, e := range entries {
-				sub := e.Name()
+			for _, name := range subdirs[i] {
+				sub := name
 				if d != "" {
-					sub = d + "/" + sub
+					sub = d + "/" + name
 				}
-				if e.IsDir() && !dirs[sub] && e.Name() != ".git" && !hasGitComponent(sub) {
+				if !dirs[sub] && name != ".git" && !hasGitComponent(sub) {
 					candidates = append(candidates, sub)
 				}
 			}
@@ -196,10 +200,17 @@ func (s *Store) buildMeta(ctx context.Context, h *held, kept []verdict) (*meta, 
 		}
 	}
 	sort.Strings(m.repos)
+	dirList := sortedKeys(dirs)
+	found := make([]os.FileMode, len(dirList))
+	forEach(len(dirList), func(i int) {
+		if fi, err := os.Lstat(filepath.Join(s.WorkTree, dirList[i])); err == nil && fi.IsDir() {
+			found[i] = fi.Mode().Perm() | os.ModeDir // ModeDir: it was found
+		}
+	})
 	dirPerms := map[string]os.FileMode{}
-	for d := range dirs {
-		if fi, err := os.Lstat(filepath.Join(s.WorkTree, d)); err == nil && fi.IsDir() {
-			dirPerms[d] = fi.Mode().Perm()
+	for i, d := range dirList {
+		if found[i] != 0 {
+			dirPerms[d] = found[i].Perm()
 		}
 	}
 	// The usual bits are the commonest ones, so that most checkpoints record
@@ -231,6 +242,29 @@ func (s *Store) buildMeta(ctx context.Context, h *held, kept []verdict) (*meta, 
 		}
 	}
 	return m, skipped, nil
+}
+
+// readSubdirs returns the names of the directories in dir, sorted (os.ReadDir
+// would sort every entry; only directories matter here). Entries whose type
+// the file system does not give are looked at with lstat (by os.File.ReadDir).
+func readSubdirs(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // execIndex is 1 for bits git records as executable (the owner's x), else 0.

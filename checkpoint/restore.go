@@ -289,8 +289,14 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, entr
 			p.dirs[d] = true
 		}
 	}
-	for d := range p.dirs {
-		if fi, err := os.Lstat(filepath.Join(s.WorkTree, d)); err != nil || !fi.IsDir() {
+	dirList := sortedKeys(p.dirs)
+	missing := make([]bool, len(dirList))
+	forEach(len(dirList), func(i int) {
+		fi, err := os.Lstat(filepath.Join(s.WorkTree, dirList[i]))
+		missing[i] = err != nil || !fi.IsDir()
+	})
+	for i, d := range dirList {
+		if missing[i] {
 			p.newDirs = append(p.newDirs, d) // the writes make it
 		}
 	}

@@ -90,7 +90,7 @@ func (s *Store) hold(ctx context.Context) (*held, error) {
 				// .rewindignore, the store)
 			case e.repo:
 				queue = append(queue, e.path)
-			case h.excludedByRewind(e.path, false) && !e.tracked:
+			case !e.tracked && h.excludedByRewind(e.path, false):
 			default:
 				if e.tracked {
 					h.tracked[e.path] = true

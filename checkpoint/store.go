@@ -334,7 +334,7 @@ func (s *Store) procedureIndex() string { return filepath.Join(s.Dir, "index") }
 
 // git is the shadow runner over the store's own index.
 func (s *Store) git() gitexec.Shadow {
-	return gitexec.Shadow{GitDir: s.gitDir(), WorkTree: s.WorkTree, IndexFile: s.indexFile(), ConfigHome: s.home()}
+	return gitexec.Shadow{GitDir: s.gitDir(), WorkTree: s.WorkTree, IndexFile: s.indexFile(), SplitIndexFile: s.indexFile(), ConfigHome: s.home()}
 }
 
 // Exists reports whether the store has been created.

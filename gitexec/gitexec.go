@@ -40,6 +40,18 @@ var Trace io.Writer
 
 var traceMu sync.Mutex
 
+// TraceStep reports to Trace how long a step of rewind's own took since start
+// (a stat walk, a directory scan), so that the trace accounts for the time
+// between git's calls as well as theirs.
+func TraceStep(name string, start time.Time) {
+	if Trace == nil {
+		return
+	}
+	traceMu.Lock()
+	fmt.Fprintf(Trace, "rewind: trace: %s: %s\n", name, time.Since(start).Round(100*time.Microsecond))
+	traceMu.Unlock()
+}
+
 // Error is a git command that failed: it could not start, or it exited non-zero.
 type Error struct {
 	Args     []string // git's arguments, without the leading "git"

@@ -18,6 +18,14 @@ type Shadow struct {
 	WorkTree  string // the user's work tree being snapshotted
 	IndexFile string // the persistent index (stat data between checkpoints)
 
+	// SplitIndexFile, when it is IndexFile, keeps that index split
+	// (core.splitIndex): most entries sit in a shared part git rewrites only
+	// now and then, so a command that changes a few entries writes a few
+	// kilobytes instead of the whole index. Every command that writes the
+	// index must say so, or git folds it back whole; a scratch index (any
+	// other IndexFile) is never split.
+	SplitIndexFile string
+
 	// ConfigHome is an empty directory used as HOME, XDG_CONFIG_HOME and
 	// core.hooksPath. git before 2.32 ignores GIT_CONFIG_GLOBAL, so an empty HOME is
 	// what keeps ~/.gitconfig out.
@@ -53,7 +61,6 @@ func (s Shadow) overrides() []string {
 		"core.eol=lf",
 		"core.fsmonitor=false",
 		"core.untrackedCache=false",
-		"core.splitIndex=false",
 		"core.sparseCheckout=false",
 		"core.symlinks=true",
 		"core.fileMode=true",
@@ -78,6 +85,14 @@ func (s Shadow) overrides() []string {
 		"color.ui=false",
 		"user.useConfigOnly=false",
 		"init.defaultBranch=rewind",
+	}
+	if s.SplitIndexFile != "" && s.SplitIndexFile == s.IndexFile {
+		// A shared part stays a day after the last index that named it: a
+		// rewind killed between writing a new shared part and the index
+		// that names it leaves the old index with its shared part intact.
+		kv = append(kv, "core.splitIndex=true", "splitIndex.sharedIndexExpire=1.day.ago", "splitIndex.maxPercentChange=20")
+	} else {
+		kv = append(kv, "core.splitIndex=false")
 	}
 	args := make([]string, 0, 2*len(kv))
 	for _, v := range kv {

@@ -1,0 +1,240 @@
+package checkpoint
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sharedParts lists the shared parts of split indexes in the store.
+func sharedParts(t *testing.T, s *Store) []string {
+	t.Helper()
+	parts, err := filepath.Glob(filepath.Join(s.gitDir(), "sharedindex.*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parts
+}
+
+// freshTree is the tree a new store makes of the work tree as it is now: what
+// any capture must give, whatever state the index was left in.
+func freshTree(t *testing.T, wt string) string {
+	t.Helper()
+	fresh, err := Open(wt, filepath.Join(t.TempDir(), "fresh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	made, err := fresh.Create(context.Background(), CreateOptions{Reason: "fresh", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return made.Checkpoint.Tree
+}
+
+func splitWorkTree(t *testing.T, wt string, files int) {
+	t.Helper()
+	for i := 0; i < files; i++ {
+		mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/f%03d.txt", i%7, i)), fmt.Sprintf("file %d\n", i))
+	}
+}
+
+// TestIndexIsSplit checks that the store's index is kept split: after a
+// change, the index file holds only what changed, and the shared part the
+// rest.
+func TestIndexIsSplit(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	splitWorkTree(t, wt, 300)
+	if _, err := s.Create(ctx, CreateOptions{Reason: "one", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(wt, "d1/f001.txt"), "changed\n")
+	made, err := s.Create(ctx, CreateOptions{Reason: "two", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (The first capture may have written two shared parts: files it hashed
+	// in the second it began leave the index again, a large change.)
+	var largest int64
+	for _, p := range sharedParts(t, s) {
+		if fi, err := os.Stat(p); err == nil && fi.Size() > largest {
+			largest = fi.Size()
+		}
+	}
+	front, err := os.Stat(s.indexFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if front.Size()*4 > largest {
+		t.Errorf("the index is %d bytes beside a shared part of %d: not split", front.Size(), largest)
+	}
+	if got := freshTree(t, wt); made.Checkpoint.Tree != got {
+		t.Errorf("tree %s, a fresh store's %s", made.Checkpoint.Tree, got)
+	}
+}
+
+// TestSplitIndexAfterKill puts the store in the states a kill can leave while
+// git writes a split index (a new shared part written, the index naming it not
+// yet in place), and the state damage leaves (the index's shared part gone),
+// and checks that the next checkpoint is what a fresh store takes: in the
+// first state silently, in the second with a note, never an error.
+func TestSplitIndexAfterKill(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	var warnings []string
+	s.Warn = func(m string) { warnings = append(warnings, m) }
+	splitWorkTree(t, wt, 200)
+	if _, err := s.Create(ctx, CreateOptions{Reason: "one", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	oldIndex, err := os.ReadFile(s.indexFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldParts := sharedParts(t, s)
+
+	// A capture from scratch writes a new shared part and an index naming it.
+	os.Remove(s.indexFile())
+	mustWrite(t, filepath.Join(wt, "d2/f002.txt"), "changed once\n")
+	if _, err := s.Create(ctx, CreateOptions{Reason: "two", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if parts := sharedParts(t, s); len(parts) != len(oldParts)+1 {
+		t.Fatalf("shared parts %v after a capture from scratch, before %v", parts, oldParts)
+	}
+
+	// Killed after the new shared part, before the index: the old index
+	// (whose shared part is still there) beside a shared part nothing names.
+	if err := os.WriteFile(s.indexFile(), oldIndex, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(wt, "d3/f003.txt"), "changed twice\n")
+	warnings = nil
+	made, err := s.Create(ctx, CreateOptions{Reason: "three", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) > 0 {
+		t.Errorf("warnings with the old index in place: %q", warnings)
+	}
+	if got := freshTree(t, wt); made.Checkpoint.Tree != got {
+		t.Errorf("after a kill between the shared part and the index: tree %s, a fresh store's %s", made.Checkpoint.Tree, got)
+	}
+
+	// The index's shared part gone: a note, the index rebuilt.
+	for _, p := range sharedParts(t, s) {
+		os.Remove(p)
+	}
+	mustWrite(t, filepath.Join(wt, "d4/f004.txt"), "changed thrice\n")
+	warnings = nil
+	made, err = s.Create(ctx, CreateOptions{Reason: "four", Source: "test"})
+	if err != nil {
+		t.Fatalf("a missing shared part is an error: %v", err)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "index (a cache) was damaged") {
+		t.Errorf("warnings %q, want one saying the index was damaged", warnings)
+	}
+	if got := freshTree(t, wt); made.Checkpoint.Tree != got {
+		t.Errorf("after the shared part was lost: tree %s, a fresh store's %s", made.Checkpoint.Tree, got)
+	}
+	if out, err := exec.Command("git", "--git-dir", s.gitDir(), "fsck", "--no-progress").CombinedOutput(); err != nil {
+		t.Errorf("fsck: %v %s", err, out)
+	}
+}
+
+// TestWholeIndexIsSplitOnce checks that an index written whole (as rewind
+// wrote it before splitting) is split by the next capture, which says so
+// when that takes longer than migrationNote, and that the capture after it
+// says nothing.
+func TestWholeIndexIsSplitOnce(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	var warnings []string
+	s.Warn = func(m string) { warnings = append(warnings, m) }
+	splitWorkTree(t, wt, 100)
+	if _, err := s.Create(ctx, CreateOptions{Reason: "one", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	whole := s.git()
+	whole.SplitIndexFile = ""
+	if _, err := whole.Run(ctx, "update-index", "--no-split-index"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range sharedParts(t, s) {
+		os.Remove(p)
+	}
+	if !s.unsplitIndex() {
+		t.Fatal("the index is not whole")
+	}
+	migrationNote = 0
+	defer func() { migrationNote = time.Second }()
+	warnings = nil
+	if _, err := s.Create(ctx, CreateOptions{Reason: "two", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "index was split, once") {
+		t.Errorf("warnings %q, want one saying the index was split", warnings)
+	}
+	if s.unsplitIndex() {
+		t.Error("the index is still whole")
+	}
+	mustWrite(t, filepath.Join(wt, "d0/f000.txt"), "changed\n")
+	warnings = nil
+	made, err := s.Create(ctx, CreateOptions{Reason: "three", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) > 0 {
+		t.Errorf("warnings after the split: %q", warnings)
+	}
+	if got := freshTree(t, wt); made.Checkpoint.Tree != got {
+		t.Errorf("tree %s, a fresh store's %s", made.Checkpoint.Tree, got)
+	}
+}
+
+// TestPruneLeavesOneSharedPart checks that a prune drops the shared parts
+// earlier indexes named (kept a day otherwise), and that the index it leaves
+// is whole and gives the next checkpoint a fresh store's tree.
+func TestPruneLeavesOneSharedPart(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	splitWorkTree(t, wt, 150)
+	if _, err := s.Create(ctx, CreateOptions{Reason: "one", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(s.indexFile()) // the next capture writes a new shared part
+	mustWrite(t, filepath.Join(wt, "d1/f001.txt"), "changed\n")
+	if _, err := s.Create(ctx, CreateOptions{Reason: "two", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if parts := sharedParts(t, s); len(parts) < 2 {
+		t.Fatalf("shared parts %v before the prune, want at least two", parts)
+	}
+	before, err := s.git().Run(ctx, "ls-files", "-z", "--stage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := s.Prune(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	if parts := sharedParts(t, s); len(parts) != 1 {
+		t.Errorf("shared parts %v after the prune, want one", parts)
+	}
+	after, err := s.git().Run(ctx, "ls-files", "-z", "--stage")
+	if err != nil || string(after) != string(before) || len(before) == 0 {
+		t.Fatalf("the index after the prune differs (%d bytes listed, %d before): %v", len(after), len(before), err)
+	}
+	mustWrite(t, filepath.Join(wt, "d2/f002.txt"), "changed too\n")
+	made, err := s.Create(ctx, CreateOptions{Reason: "three", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := freshTree(t, wt); made.Checkpoint.Tree != got {
+		t.Errorf("tree %s, a fresh store's %s", made.Checkpoint.Tree, got)
+	}
+}

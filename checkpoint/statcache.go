@@ -1,0 +1,226 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/rewind-cli/rewind/gitexec"
+)
+
+// The stat cache (rewind-statcache) spares a capture git's own look at the
+// index (ls-files --cached for its paths, diff-files for the ones that
+// differ): it holds, for every path of the store's index, what the capture
+// that last wrote the index saw of the file (statKey), and the index's stamp
+// then (its size and last bytes, which end in its checksum). When the index
+// still has that stamp, the cache's paths are the index's, and a file whose
+// stat is what the cache holds is the one the index hashed: rewind's own stat
+// walk, which it makes anyway for the permission bits, tells what changed.
+// Any other index (rewritten by git, rebuilt, from a store without the cache)
+// makes the capture ask git as before, and write the cache anew.
+//
+// Exactness: a file's content cannot change without its ctime changing, and
+// the capture never records a file whose status changed in or after the
+// second it began (those leave the index too: see captureOnce), so on a file
+// system with whole-second times a same-second rewrite is still seen. The
+// stat compared is taken before the file is hashed: a change in between makes
+// the next capture hash it again. The cache is read whole and checked (its
+// own checksum, then the index's stamp); one that fails either is ignored,
+// never an error.
+
+// statKey is the stat data the cache compares.
+type statKey struct {
+	dev, ino, mode, size, mtime, ctime, uid, gid uint64
+}
+
+const statCacheMagic = "rewind stat cache 2\n"
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// statCacheFile is where the cache lives, beside the index it describes.
+func (s *Store) statCacheFile() string { return s.scratchFile("statcache") }
+
+// indexStamp identifies the state of an index file: its size and its last 32
+// bytes (git's trailing checksum of it, and what precedes it).
+func indexStamp(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() < 32 {
+		return nil, errors.New("index too short")
+	}
+	stamp := binary.LittleEndian.AppendUint64(nil, uint64(fi.Size()))
+	tail := make([]byte, 32)
+	if _, err := f.ReadAt(tail, fi.Size()-32); err != nil && err != io.EOF {
+		return nil, err
+	}
+	return append(stamp, tail...), nil
+}
+
+// encodeStatCache renders the cache, small because it is written on every
+// checkpoint that changes something: magic, stamp, count, then the entries
+// in path order, each path as the length it shares with the one before and
+// the rest, and its eight fields as varints; last a CRC-32C of all that.
+func encodeStatCache(stamp []byte, entries map[string]statKey) []byte {
+	paths := make([]string, 0, len(entries))
+	for p := range entries {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	b := make([]byte, 0, 64+len(stamp)+len(paths)*48)
+	b = append(b, statCacheMagic...)
+	b = binary.AppendUvarint(b, uint64(len(stamp)))
+	b = append(b, stamp...)
+	b = binary.AppendUvarint(b, uint64(len(paths)))
+	prev := ""
+	for _, p := range paths {
+		shared := 0
+		for shared < len(p) && shared < len(prev) && p[shared] == prev[shared] {
+			shared++
+		}
+		b = binary.AppendUvarint(b, uint64(shared))
+		b = binary.AppendUvarint(b, uint64(len(p)-shared))
+		b = append(b, p[shared:]...)
+		k := entries[p]
+		for _, v := range [8]uint64{k.dev, k.ino, k.mode, k.size, k.mtime, k.ctime, k.uid, k.gid} {
+			b = binary.AppendUvarint(b, v)
+		}
+		prev = p
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+}
+
+// decodeStatCache parses a cache; any flaw makes it an error.
+func decodeStatCache(data []byte) (stamp []byte, entries map[string]statKey, err error) {
+	bad := errors.New("not a stat cache")
+	if len(data) < len(statCacheMagic)+4 || string(data[:len(statCacheMagic)]) != statCacheMagic {
+		return nil, nil, bad
+	}
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, crcTable) != sum {
+		return nil, nil, bad
+	}
+	rest := body[len(statCacheMagic):]
+	ok := true
+	uvarint := func() uint64 {
+		v, n := binary.Uvarint(rest)
+		if n <= 0 {
+			ok = false
+			return 0
+		}
+		rest = rest[n:]
+		return v
+	}
+	n := uvarint()
+	if !ok || n > uint64(len(rest)) {
+		return nil, nil, bad
+	}
+	stamp, rest = bytes.Clone(rest[:n]), rest[n:]
+	count := uvarint()
+	if !ok || count > uint64(len(rest))/10 { // an entry takes 10 bytes at least
+		return nil, nil, bad
+	}
+	entries = make(map[string]statKey, count)
+	var path []byte
+	for i := uint64(0); i < count; i++ {
+		shared, tail := uvarint(), uvarint()
+		if !ok || shared > uint64(len(path)) || tail > uint64(len(rest)) {
+			return nil, nil, bad
+		}
+		path = append(path[:shared], rest[:tail]...)
+		rest = rest[tail:]
+		var f [8]uint64
+		for j := range f {
+			f[j] = uvarint()
+		}
+		if !ok {
+			return nil, nil, bad
+		}
+		entries[string(path)] = statKey{f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]}
+	}
+	if len(rest) != 0 {
+		return nil, nil, bad
+	}
+	return stamp, entries, nil
+}
+
+// readStatCache returns the cache's entries and the index's stamp when the
+// cache describes the store's index as it is now, else nil.
+func (s *Store) readStatCache() ([]byte, map[string]statKey) {
+	if statCacheOff {
+		return nil, nil
+	}
+	data, err := os.ReadFile(s.statCacheFile())
+	if err != nil {
+		return nil, nil
+	}
+	stamp, entries, err := decodeStatCache(data)
+	if err != nil {
+		return nil, nil
+	}
+	now, err := indexStamp(s.indexFile())
+	if err != nil || !bytes.Equal(now, stamp) {
+		return nil, nil
+	}
+	return stamp, entries
+}
+
+// writeStatCache records entries as the paths of the index as it is now.
+// Without an index (or on any failure) the old cache goes: it could only
+// describe another index, which its stamp would tell anyway.
+func (s *Store) writeStatCache(entries map[string]statKey) {
+	defer gitexec.TraceStep(fmt.Sprintf("stat cache written (%d paths)", len(entries)), time.Now())
+	stamp, err := indexStamp(s.indexFile())
+	if err == nil {
+		err = writeCache(s.statCacheFile(), encodeStatCache(stamp, entries))
+	}
+	if err != nil {
+		os.Remove(s.statCacheFile())
+	}
+}
+
+// writeCache replaces path with data whole (a temporary file, every error
+// checked, rename), but without the fsync writeAtomic pays: the cache is
+// written on every checkpoint that changes anything (4 MB at 100,000 files,
+// where an fsync costs more than the git calls it spares), and nothing trusts
+// it unread. After a crash it is whole and matches the index (git does not
+// fsync the index either), or it fails its checksum or the index's stamp and
+// is ignored.
+func writeCache(path string, data []byte) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".rewind-tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if err = tmp.Chmod(0o600); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// statCacheOff makes every capture ask git (a test compares both ways).
+var statCacheOff = false

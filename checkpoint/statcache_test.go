@@ -1,0 +1,136 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rewind-cli/rewind/gitexec"
+)
+
+func TestStatCacheRoundTrip(t *testing.T) {
+	entries := map[string]statKey{
+		"a":            {1, 2, 0o100644, 3, 4, 5, 6, 7},
+		"dir/b c\nd":   {8, 9, 0o120777, 10, 11, 12, 13, 14},
+		"ünï/\x01name": {},
+	}
+	data := encodeStatCache([]byte("stamp"), entries)
+	stamp, got, err := decodeStatCache(data)
+	if err != nil || string(stamp) != "stamp" || len(got) != len(entries) {
+		t.Fatalf("decode = %q, %v, %v", stamp, got, err)
+	}
+	for p, k := range entries {
+		if got[p] != k {
+			t.Errorf("%q: %v, want %v", p, got[p], k)
+		}
+	}
+	for i := range data {
+		bad := bytes.Clone(data)
+		bad[i] ^= 0x40
+		if _, _, err := decodeStatCache(bad); err == nil {
+			t.Fatalf("a flipped byte %d was not noticed", i)
+		}
+	}
+	if _, _, err := decodeStatCache(data[:len(data)-1]); err == nil {
+		t.Fatal("a torn cache was not noticed")
+	}
+}
+
+func FuzzStatCache(f *testing.F) {
+	f.Add(encodeStatCache([]byte("s"), map[string]statKey{"a": {1, 2, 3, 4, 5, 6, 7, 8}}))
+	f.Add([]byte(statCacheMagic))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		stamp, entries, err := decodeStatCache(data)
+		if err != nil {
+			return
+		}
+		again, entries2, err := decodeStatCache(encodeStatCache(stamp, entries))
+		if err != nil || !bytes.Equal(again, stamp) || len(entries2) != len(entries) {
+			t.Fatalf("a decoded cache does not survive encoding: %v", err)
+		}
+	})
+}
+
+// TestStatCacheSameCheckpoints takes a checkpoint of the same work tree in two
+// stores after every step of random edits (same-size rewrites with the mtime
+// set back, in the second of the last checkpoint too, bit changes, type swaps,
+// deletions, new files): one store's captures use the stat cache, the other's
+// are forced to the fall-back (git's diff-files), and both must hold the same
+// tree and bits every time, equal to a fresh store's now and then.
+func TestStatCacheSameCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	withCache, wt := newStore(t)
+	without, err := Open(wt, filepath.Join(t.TempDir(), "without"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	without.Now = withCache.Now
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	name := func() string { return fmt.Sprintf("d%d/f%d", rng.Intn(3), rng.Intn(12)) }
+	for i := 0; i < 30; i++ {
+		mustWrite(t, filepath.Join(wt, name()), fmt.Sprintf("start %d\n", i))
+	}
+	used := 0
+	for step := 0; step < 25; step++ {
+		for n := rng.Intn(4) + 1; n > 0; n-- {
+			p := filepath.Join(wt, name())
+			fi, statErr := os.Lstat(p)
+			switch rng.Intn(6) {
+			case 0, 1: // same size, the mtime set back
+				if statErr == nil && fi.Mode().IsRegular() {
+					data, _ := os.ReadFile(p)
+					if len(data) > 0 {
+						data[0] ^= 1
+						os.WriteFile(p, data, fi.Mode().Perm())
+						os.Chtimes(p, fi.ModTime(), fi.ModTime())
+					}
+				}
+			case 2:
+				os.Chmod(p, []os.FileMode{0o600, 0o644, 0o755}[rng.Intn(3)])
+			case 3:
+				os.RemoveAll(p)
+				os.Symlink(fmt.Sprintf("target-%d", rng.Intn(3)), p)
+			case 4:
+				os.RemoveAll(p)
+			default:
+				os.RemoveAll(p)
+				mustWrite(t, p, strings.Repeat("x", rng.Intn(20)))
+			}
+		}
+		var trace bytes.Buffer
+		gitexec.Trace = &trace
+		a, err := withCache.Create(ctx, CreateOptions{Reason: fmt.Sprint("step ", step), Source: "test"})
+		gitexec.Trace = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(trace.String(), "stat cache used: true") {
+			used++
+		}
+		statCacheOff = true
+		b, err := without.Create(ctx, CreateOptions{Reason: fmt.Sprint("step ", step), Source: "test"})
+		statCacheOff = false
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Checkpoint.Tree != b.Checkpoint.Tree || !sameMeta(a.Checkpoint.meta, b.Checkpoint.meta) {
+			t.Fatalf("step %d: with the stat cache tree %s %q, without %s %q", step,
+				a.Checkpoint.Tree, a.Checkpoint.meta.trailers(), b.Checkpoint.Tree, b.Checkpoint.meta.trailers())
+		}
+		if step%5 == 4 {
+			if got := freshTree(t, wt); got != a.Checkpoint.Tree {
+				t.Fatalf("step %d: tree %s, a fresh store's %s", step, a.Checkpoint.Tree, got)
+			}
+		}
+	}
+	if used == 0 {
+		t.Error("no capture used the stat cache")
+	}
+	t.Logf("%d of 25 captures used the stat cache", used)
+}
