@@ -328,8 +328,15 @@ func ReadArmRecords(dir string) map[string]ABRun {
 	return out
 }
 
-// IsGateRole reports whether dispatches of role are quality gate rounds.
+// IsGateRole reports whether dispatches of role are quality gate rounds:
+// red-team, quality-gate, crucible-red-team and crucible-qg-*, except the
+// loop's fixes (crucible-qg-fix matches crucible-qg-* but fixes what a round
+// found: counting it would count a fix as a round, and a fix whose summary
+// says tests PASS would end the gate's loop).
 func IsGateRole(role string) bool {
+	if isGateFixRole(role) {
+		return false
+	}
 	switch role {
 	case "red-team", "quality-gate", "crucible-red-team":
 		return true
@@ -337,14 +344,20 @@ func IsGateRole(role string) bool {
 	return strings.HasPrefix(role, "crucible-qg-")
 }
 
-// inGateLoop reports whether dispatches of role belong to a quality gate's
-// loop: its rounds, and the fixes dispatched between them.
-func inGateLoop(role string) bool {
+// isGateFixRole reports whether dispatches of role are the fixes dispatched
+// between a quality gate's rounds.
+func isGateFixRole(role string) bool {
 	switch role {
 	case "fixer", "fix", "crucible-qg-fix", "qg-fix", "fix-generated-defect":
 		return true
 	}
-	return IsGateRole(role)
+	return false
+}
+
+// inGateLoop reports whether dispatches of role belong to a quality gate's
+// loop: its rounds, and the fixes dispatched between them.
+func inGateLoop(role string) bool {
+	return isGateFixRole(role) || IsGateRole(role)
 }
 
 var passRE = regexp.MustCompile(`\bPASS(ED)?\b`)

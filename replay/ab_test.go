@@ -67,3 +67,14 @@ func TestExecuteGateLoopAndStopRule(t *testing.T) {
 		t.Errorf("the result is not kept beside the pipeline's dispatch files: %v", err)
 	}
 }
+
+func TestIsGateRoleLeavesOutTheLoopsFixes(t *testing.T) {
+	for role, want := range map[string]bool{
+		"red-team": true, "quality-gate": true, "crucible-red-team": true, "crucible-qg-judge": true, "crucible-qg-review": true,
+		"crucible-qg-fix": false, "qg-fix": false, "fixer": false, "implementer": false,
+	} {
+		if got := IsGateRole(role); got != want {
+			t.Errorf("IsGateRole(%q) = %v, want %v", role, got, want)
+		}
+	}
+}

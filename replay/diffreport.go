@@ -23,7 +23,7 @@ import (
 //     The original's are the original seqs the runs re-dispatch.
 //   - Quality gate rounds count the dispatches so counted whose role is
 //     red-team or quality-gate (crucible's crucible-red-team and crucible-qg-*
-//     too), summed over the phases.
+//     too, but not the loop's fix crucible-qg-fix), summed over the phases.
 //   - Wall clock runs from the first dispatch's start (its dispatch file's
 //     **Timestamp:**) to the last one's end (start plus duration_s). Entries
 //     have no timestamp of their own, so the seed's "first to last entry
