@@ -403,6 +403,9 @@ func (s *ABSetup) Execute(ctx context.Context, run *ABRun, cmd string, now func(
 			status, summary = "error", fmt.Sprintf("not sent: replay session %s stopped after seq %d failed", run.Session, stoppedBy.Seq)
 		case passedAt != 0:
 			status, summary = "skipped", fmt.Sprintf("not needed: the quality gate passed at seq %d", passedAt)
+		case ctx.Err() != nil:
+			// Interrupted before this run reached the dispatch.
+			return s.recordInterrupted(ctx.Err(), run, k, false, record)
 		default:
 			for _, f := range []string{j.DispatchFile, filepath.Join(s.DispatchDir, filepath.Base(j.DispatchFile))} {
 				if err := Restamp(f, now()); err != nil {
@@ -412,6 +415,9 @@ func (s *ABSetup) Execute(ctx context.Context, run *ABRun, cmd string, now func(
 			var err error
 			out, err = r.Run(ctx, j)
 			if err != nil {
+				if ctx.Err() != nil {
+					return s.recordInterrupted(err, run, k, true, record)
+				}
 				return err
 			}
 			status, summary = out.Status, out.Summary
@@ -445,6 +451,26 @@ func (s *ABSetup) Execute(ctx context.Context, run *ABRun, cmd string, now func(
 		}
 	}
 	return nil
+}
+
+// recordInterrupted records the run's dispatches from the k-th on when the
+// replay is interrupted, so that no entry of the run stays "dispatched" (which
+// the diff would count as sent): the k-th failed when it was running (sent),
+// error when it was not; the later ones error, not sent. It returns cause.
+func (s *ABSetup) recordInterrupted(cause error, run *ABRun, k int, running bool, record ABRecorder) error {
+	run.Failed = true
+	for i, j := range run.Jobs[k:] {
+		status, summary := "error", fmt.Sprintf("not sent: replay session %s was interrupted", run.Session)
+		if i == 0 && running {
+			status, summary = "failed", fmt.Sprintf("interrupted: replay session %s was stopped while this dispatch ran", run.Session)
+		}
+		c := manifest.Completion{Seq: int64(j.Seq), Status: status, Summary: &summary}
+		if _, err := manifest.After(s.DispatchDir, c, s.ManifestOut); err != nil {
+			return errors.Join(cause, err)
+		}
+		record(run, j, status, summary)
+	}
+	return cause
 }
 
 // Finish takes the checkpoint of the run's tree in the project's store.
