@@ -483,6 +483,22 @@ func (s *ABSetup) Finish(ctx context.Context, run *ABRun) error {
 	return nil
 }
 
+// resolveExisting resolves the symlinks of the longest part of path that
+// exists, and appends the rest: a directory not made yet is where its parent
+// really is (a symlink to the project in its path leads into the project).
+func resolveExisting(path string) string {
+	rest := ""
+	for dir := path; ; dir = filepath.Dir(dir) {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if filepath.Dir(dir) == dir {
+			return path
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+	}
+}
+
 // ErrArmsDir means the arms directory cannot be used.
 var ErrArmsDir = errors.New("invalid arms directory")
 
@@ -494,9 +510,7 @@ func CheckArmsDir(dir, workTree string, sessions []string) error {
 	if err != nil {
 		return err
 	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
-	}
+	abs = resolveExisting(abs)
 	if rel, err := filepath.Rel(workTree, abs); err == nil && (rel == "." || !strings.HasPrefix(rel, "..")) {
 		return fmt.Errorf("%w: %s is inside the work tree %s", ErrArmsDir, dir, workTree)
 	}
