@@ -473,6 +473,21 @@ func (s *ABSetup) recordInterrupted(cause error, run *ABRun, k int, running bool
 	return cause
 }
 
+// Abandon records every dispatch of a prepared run as not sent (error), when
+// the A/B replay stops before the run could run (interrupted, or preparing a
+// later run failed): no entry of it stays "dispatched", which the diff would
+// count as sent. why ends the summary ("was interrupted").
+func (s *ABSetup) Abandon(run *ABRun, why string) error {
+	summary := fmt.Sprintf("not sent: replay session %s %s", run.Session, why)
+	for _, j := range run.Jobs {
+		c := manifest.Completion{Seq: int64(j.Seq), Status: "error", Summary: &summary}
+		if _, err := manifest.After(s.DispatchDir, c, s.ManifestOut); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Finish takes the checkpoint of the run's tree in the project's store.
 func (s *ABSetup) Finish(ctx context.Context, run *ABRun) error {
 	made, err := s.Store.CreateFrom(ctx, run.WorkTree, checkpoint.CreateOptions{Reason: ArmCheckpointReason(run.Session), Source: "replay"})
