@@ -328,8 +328,15 @@ func ReadArmRecords(dir string) map[string]ABRun {
 	return out
 }
 
-// IsGateRole reports whether dispatches of role are quality gate rounds.
+// IsGateRole reports whether dispatches of role are quality gate rounds:
+// red-team, quality-gate, crucible-red-team and crucible-qg-*, except the
+// loop's fixes (crucible-qg-fix matches crucible-qg-* but fixes what a round
+// found: counting it would count a fix as a round, and a fix whose summary
+// says tests PASS would end the gate's loop).
 func IsGateRole(role string) bool {
+	if isGateFixRole(role) {
+		return false
+	}
 	switch role {
 	case "red-team", "quality-gate", "crucible-red-team":
 		return true
@@ -337,14 +344,20 @@ func IsGateRole(role string) bool {
 	return strings.HasPrefix(role, "crucible-qg-")
 }
 
-// inGateLoop reports whether dispatches of role belong to a quality gate's
-// loop: its rounds, and the fixes dispatched between them.
-func inGateLoop(role string) bool {
+// isGateFixRole reports whether dispatches of role are the fixes dispatched
+// between a quality gate's rounds.
+func isGateFixRole(role string) bool {
 	switch role {
 	case "fixer", "fix", "crucible-qg-fix", "qg-fix", "fix-generated-defect":
 		return true
 	}
-	return IsGateRole(role)
+	return false
+}
+
+// inGateLoop reports whether dispatches of role belong to a quality gate's
+// loop: its rounds, and the fixes dispatched between them.
+func inGateLoop(role string) bool {
+	return isGateFixRole(role) || IsGateRole(role)
 }
 
 var passRE = regexp.MustCompile(`\bPASS(ED)?\b`)
@@ -390,6 +403,9 @@ func (s *ABSetup) Execute(ctx context.Context, run *ABRun, cmd string, now func(
 			status, summary = "error", fmt.Sprintf("not sent: replay session %s stopped after seq %d failed", run.Session, stoppedBy.Seq)
 		case passedAt != 0:
 			status, summary = "skipped", fmt.Sprintf("not needed: the quality gate passed at seq %d", passedAt)
+		case ctx.Err() != nil:
+			// Interrupted before this run reached the dispatch.
+			return s.recordInterrupted(ctx.Err(), run, k, false, record)
 		default:
 			for _, f := range []string{j.DispatchFile, filepath.Join(s.DispatchDir, filepath.Base(j.DispatchFile))} {
 				if err := Restamp(f, now()); err != nil {
@@ -399,6 +415,9 @@ func (s *ABSetup) Execute(ctx context.Context, run *ABRun, cmd string, now func(
 			var err error
 			out, err = r.Run(ctx, j)
 			if err != nil {
+				if ctx.Err() != nil {
+					return s.recordInterrupted(err, run, k, true, record)
+				}
 				return err
 			}
 			status, summary = out.Status, out.Summary
@@ -434,6 +453,41 @@ func (s *ABSetup) Execute(ctx context.Context, run *ABRun, cmd string, now func(
 	return nil
 }
 
+// recordInterrupted records the run's dispatches from the k-th on when the
+// replay is interrupted, so that no entry of the run stays "dispatched" (which
+// the diff would count as sent): the k-th failed when it was running (sent),
+// error when it was not; the later ones error, not sent. It returns cause.
+func (s *ABSetup) recordInterrupted(cause error, run *ABRun, k int, running bool, record ABRecorder) error {
+	run.Failed = true
+	for i, j := range run.Jobs[k:] {
+		status, summary := "error", fmt.Sprintf("not sent: replay session %s was interrupted", run.Session)
+		if i == 0 && running {
+			status, summary = "failed", fmt.Sprintf("interrupted: replay session %s was stopped while this dispatch ran", run.Session)
+		}
+		c := manifest.Completion{Seq: int64(j.Seq), Status: status, Summary: &summary}
+		if _, err := manifest.After(s.DispatchDir, c, s.ManifestOut); err != nil {
+			return errors.Join(cause, err)
+		}
+		record(run, j, status, summary)
+	}
+	return cause
+}
+
+// Abandon records every dispatch of a prepared run as not sent (error), when
+// the A/B replay stops before the run could run (interrupted, or preparing a
+// later run failed): no entry of it stays "dispatched", which the diff would
+// count as sent. why ends the summary ("was interrupted").
+func (s *ABSetup) Abandon(run *ABRun, why string) error {
+	summary := fmt.Sprintf("not sent: replay session %s %s", run.Session, why)
+	for _, j := range run.Jobs {
+		c := manifest.Completion{Seq: int64(j.Seq), Status: "error", Summary: &summary}
+		if _, err := manifest.After(s.DispatchDir, c, s.ManifestOut); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Finish takes the checkpoint of the run's tree in the project's store.
 func (s *ABSetup) Finish(ctx context.Context, run *ABRun) error {
 	made, err := s.Store.CreateFrom(ctx, run.WorkTree, checkpoint.CreateOptions{Reason: ArmCheckpointReason(run.Session), Source: "replay"})
@@ -442,6 +496,22 @@ func (s *ABSetup) Finish(ctx context.Context, run *ABRun) error {
 	}
 	run.Checkpoint = made.Checkpoint.ID
 	return nil
+}
+
+// resolveExisting resolves the symlinks of the longest part of path that
+// exists, and appends the rest: a directory not made yet is where its parent
+// really is (a symlink to the project in its path leads into the project).
+func resolveExisting(path string) string {
+	rest := ""
+	for dir := path; ; dir = filepath.Dir(dir) {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if filepath.Dir(dir) == dir {
+			return path
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+	}
 }
 
 // ErrArmsDir means the arms directory cannot be used.
@@ -455,9 +525,7 @@ func CheckArmsDir(dir, workTree string, sessions []string) error {
 	if err != nil {
 		return err
 	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
-	}
+	abs = resolveExisting(abs)
 	if rel, err := filepath.Rel(workTree, abs); err == nil && (rel == "." || !strings.HasPrefix(rel, "..")) {
 		return fmt.Errorf("%w: %s is inside the work tree %s", ErrArmsDir, dir, workTree)
 	}

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -65,5 +66,35 @@ func TestExecuteGateLoopAndStopRule(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(orig, "12-red-team-result.md")); err != nil {
 		t.Errorf("the result is not kept beside the pipeline's dispatch files: %v", err)
+	}
+}
+
+func TestIsGateRoleLeavesOutTheLoopsFixes(t *testing.T) {
+	for role, want := range map[string]bool{
+		"red-team": true, "quality-gate": true, "crucible-red-team": true, "crucible-qg-judge": true, "crucible-qg-review": true,
+		"crucible-qg-fix": false, "qg-fix": false, "fixer": false, "implementer": false,
+	} {
+		if got := IsGateRole(role); got != want {
+			t.Errorf("IsGateRole(%q) = %v, want %v", role, got, want)
+		}
+	}
+}
+
+func TestCheckArmsDirThroughASymlinkToTheWorkTree(t *testing.T) {
+	root := t.TempDir()
+	work := filepath.Join(root, "proj")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(work, filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{filepath.Join(root, "link", "arms"), filepath.Join(root, "link", "a", "b")} {
+		if err := CheckArmsDir(dir, work, nil); !errors.Is(err, ErrArmsDir) {
+			t.Errorf("CheckArmsDir(%s) = %v, want ErrArmsDir", dir, err)
+		}
+	}
+	if err := CheckArmsDir(filepath.Join(root, "arms"), work, nil); err != nil {
+		t.Errorf("an arms directory beside the project: %v", err)
 	}
 }

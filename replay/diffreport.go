@@ -23,7 +23,7 @@ import (
 //     The original's are the original seqs the runs re-dispatch.
 //   - Quality gate rounds count the dispatches so counted whose role is
 //     red-team or quality-gate (crucible's crucible-red-team and crucible-qg-*
-//     too), summed over the phases.
+//     too, but not the loop's fix crucible-qg-fix), summed over the phases.
 //   - Wall clock runs from the first dispatch's start (its dispatch file's
 //     **Timestamp:**) to the last one's end (start plus duration_s). Entries
 //     have no timestamp of their own, so the seed's "first to last entry
@@ -392,11 +392,17 @@ func RenderDiff(ex *Experiment, artifacts []ArtifactStat) string {
 		accCells = append(accCells, acceptanceCell(control))
 	}
 	accCells = append(accCells, acceptanceCell(mutated))
-	ref := acceptanceCell(control)
+	same := acceptanceCell(control) == acceptanceCell(mutated)
 	if !hasControl {
-		ref = ex.Orig.Acceptance
+		// The original is one run: no change when every run of the
+		// mutated arm has its outcome (not when the cells read alike:
+		// "PASS" against "PASS 3/3").
+		same = len(mutated) > 0
+		for _, r := range mutated {
+			same = same && r.Acceptance == ex.Orig.Acceptance
+		}
 	}
-	if ref == acceptanceCell(mutated) {
+	if same {
 		accCells = append(accCells, "=")
 	} else {
 		accCells = append(accCells, "changed")
@@ -426,10 +432,16 @@ func RenderDiff(ex *Experiment, artifacts []ArtifactStat) string {
 				continue
 			}
 			ranges := fmt.Sprintf("%s %s, mutated %s", otherName, fmtRange(m, other), fmtRange(m, mut))
+			// Without a control the other side is the original's one run,
+			// not N runs: say so rather than "per arm".
+			runs := fmt.Sprintf("%d runs per arm", n)
+			if !hasControl {
+				runs = fmt.Sprintf("%d mutated runs against the original's one", n)
+			}
 			if Overlap(mut, other) {
-				line("- %s: the ranges overlap (%s): no evidence of a difference at %d runs per arm.", labels[m], ranges, n)
+				line("- %s: the ranges overlap (%s): no evidence of a difference at %s.", labels[m], ranges, runs)
 			} else {
-				line("- %s: the ranges do not overlap (%s): a difference at %d runs per arm.", labels[m], ranges, n)
+				line("- %s: the ranges do not overlap (%s): a difference at %s.", labels[m], ranges, runs)
 			}
 		}
 	}

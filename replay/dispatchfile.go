@@ -25,6 +25,11 @@ type Header struct {
 	Task        string
 	Timestamp   string
 	DispatchDir string
+	// Raw is the header as read, its "---" line included (empty for a
+	// header made by rewind): Render keeps its bytes, so a re-dispatch
+	// carries the original's header as the orchestrator wrote it, whatever
+	// its shape, with only the Timestamp value new.
+	Raw string
 }
 
 // ParseDispatchFile splits a dispatch file into its header and the body below
@@ -39,6 +44,7 @@ func ParseDispatchFile(content string) (h Header, body string, ok bool) {
 	for i := 1; i < len(lines); i++ {
 		line := strings.TrimRight(lines[i], "\r\n")
 		if line == "---" {
+			h.Raw = strings.Join(lines[:i+1], "")
 			return h, strings.Join(lines[i+1:], ""), true
 		}
 		for _, field := range strings.Split(line, " | ") {
@@ -67,14 +73,42 @@ func ParseDispatchFile(content string) (h Header, body string, ok bool) {
 	return h, content, false
 }
 
-// Render writes the header and the "---" line that ends it.
+// Render writes the header and the "---" line that ends it. A header read from
+// a file (Raw) is written as it was read, its Timestamp value replaced by
+// h.Timestamp; only a raw header without a Timestamp field is written anew.
 func (h Header) Render() string {
+	if raw, ok := restampRaw(h.Raw, h.Timestamp); ok {
+		return raw
+	}
 	task := h.Task
 	if task == "" {
 		task = "-"
 	}
 	return fmt.Sprintf("# Dispatch: %s\n**Pipeline:** %s | **Phase:** %s | **Task:** %s\n**Timestamp:** %s\n**Dispatch-Dir:** %s\n\n---\n",
 		h.Template, h.Pipeline, h.Phase, task, h.Timestamp, h.DispatchDir)
+}
+
+// restampRaw replaces the value of the **Timestamp:** field in a raw header,
+// keeping every other byte. ok is false when raw is empty or has no such field.
+func restampRaw(raw, timestamp string) (string, bool) {
+	if raw == "" {
+		return "", false
+	}
+	lines := strings.SplitAfter(raw, "\n")
+	found := false
+	for i, line := range lines[1:] {
+		body := strings.TrimRight(line, "\r\n")
+		fields := strings.Split(body, " | ")
+		for k, field := range fields {
+			key, _, ok := strings.Cut(field, ":**")
+			if ok && strings.TrimPrefix(key, "**") == "Timestamp" {
+				fields[k] = key + ":** " + timestamp
+				found = true
+			}
+		}
+		lines[i+1] = strings.Join(fields, " | ") + line[len(body):]
+	}
+	return strings.Join(lines, ""), found
 }
 
 // ParseTime reads a timestamp as written in audit headers and markers: RFC 3339,

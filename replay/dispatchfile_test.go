@@ -12,11 +12,34 @@ func TestDispatchFileRoundTrip(t *testing.T) {
 	h := Header{Template: "implementer", Pipeline: "build", Phase: "3", Task: "4", Timestamp: "2026-03-01T10:30:00Z", DispatchDir: "/tmp/crucible-dispatch-1775430161/"}
 	content := h.Render() + "\nYou are an implementer.\n"
 	got, body, ok := ParseDispatchFile(content)
-	if !ok || got != h || body != "\nYou are an implementer.\n" {
+	want := h
+	want.Raw = h.Render()
+	if !ok || got != want || body != "\nYou are an implementer.\n" {
 		t.Errorf("parse: ok %v header %+v body %q", ok, got, body)
 	}
 	if _, body, ok := ParseDispatchFile("no header\n"); ok || body != "no header\n" {
 		t.Errorf("headerless file: ok %v body %q", ok, body)
+	}
+}
+
+func TestRenderKeepsAReadHeadersBytes(t *testing.T) {
+	// Another shape than crucible's: CRLF, no blank line before ---, a field
+	// rewind does not know, the timestamp beside another field.
+	raw := "# Dispatch: red-team\r\n**Pipeline:** build | **Phase:** 4\r\n**Round:** 2 | **Timestamp:** 2026-03-01T10:30:00Z\r\n---\r\n"
+	h, body, ok := ParseDispatchFile(raw + "body\r\n")
+	if !ok || body != "body\r\n" || h.Timestamp != "2026-03-01T10:30:00Z" {
+		t.Fatalf("parse: ok %v header %+v body %q", ok, h, body)
+	}
+	h.Timestamp = "2026-03-02T09:00:00Z"
+	want := strings.Replace(raw, "2026-03-01T10:30:00Z", "2026-03-02T09:00:00Z", 1)
+	if got := h.Render(); got != want {
+		t.Errorf("Render() = %q, want %q", got, want)
+	}
+	// A read header without a Timestamp field is written anew, with one.
+	h, _, _ = ParseDispatchFile("# Dispatch: x\n**Pipeline:** build\n---\nbody\n")
+	h.Timestamp = "2026-03-02T09:00:00Z"
+	if got := h.Render(); !strings.Contains(got, "**Timestamp:** 2026-03-02T09:00:00Z\n") {
+		t.Errorf("Render() without a timestamp field = %q", got)
 	}
 }
 
@@ -49,7 +72,15 @@ func FuzzParseDispatchFile(f *testing.F) {
 		if ok && len(body) > len(s) {
 			t.Fatalf("body longer than file")
 		}
-		_ = h.Render()
+		rendered := h.Render()
+		if ok {
+			// Restamping keeps the body and the header readable.
+			h.Timestamp = "2026-03-02T09:00:00Z"
+			h2, body2, ok2 := ParseDispatchFile(h.Render() + body)
+			if !ok2 || body2 != body || h2.Timestamp != h.Timestamp {
+				t.Fatalf("restamped file reads back as ok %v body %q timestamp %q (rendered %q)", ok2, body2, h2.Timestamp, rendered)
+			}
+		}
 	})
 }
 

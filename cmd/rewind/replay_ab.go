@@ -188,6 +188,15 @@ func abRun(c *cli.Context, in abInput) error {
 	}
 	for _, run := range runs {
 		if err := setup.PrepareRun(c.Context, run); err != nil {
+			why := "was not run: preparing the arms failed"
+			if c.Context.Err() != nil {
+				why = "was interrupted"
+			}
+			for _, prepared := range runs {
+				if aerr := setup.Abandon(prepared, why); aerr != nil {
+					err = errors.Join(err, aerr)
+				}
+			}
 			removeArms()
 			return err
 		}

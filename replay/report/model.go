@@ -402,11 +402,10 @@ func intMetric(n *int64) *float64 {
 	return &f
 }
 
-// gateRole reports whether a role is a quality gate round, as issue 12 counts
-// them: red-team and quality-gate, and crucible's crucible-red-team and
-// crucible-qg-*.
+// gateRole reports whether a role is a quality gate round, counted as the
+// A/B replay's diff counts them (replay.IsGateRole).
 func gateRole(role string) bool {
-	return role == "red-team" || role == "quality-gate" || role == "crucible-red-team" || strings.HasPrefix(role, "crucible-qg-")
+	return replay.IsGateRole(role)
 }
 
 func sessionMetrics(bars []*Bar) map[string]*float64 {
