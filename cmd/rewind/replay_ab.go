@@ -20,6 +20,10 @@ import (
 // dispatches in isolated arms (clones of the project), a control and the
 // mutation, and `rewind replay diff` compares them.
 
+// maxRepeat bounds --repeat: each run of each arm is a clone of the project, so
+// a typo (--repeat 100000) would start preparing hundreds of thousands of them.
+const maxRepeat = 100
+
 func abFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringSliceFlag{Name: "mutate", Usage: "A/B replay (`ORIG=REPL`, repeatable): the dispatches written from template file ORIG get REPL's text, with the original's placeholder fillings and added sections; a control arm and the mutated arm run in clones of the project"},
@@ -46,8 +50,8 @@ func abCheckFlags(c *cli.Context) ([]replay.MutationSpec, error) {
 		}
 		return nil, nil
 	}
-	if c.Int("repeat") < 1 {
-		return nil, usageErrorf("invalid --repeat %d: want 1 or more", c.Int("repeat"))
+	if n := c.Int("repeat"); n < 1 || n > maxRepeat {
+		return nil, usageErrorf("invalid --repeat %d: want 1 to %d runs per arm (each run is a clone of the project)", n, maxRepeat)
 	}
 	for _, f := range []string{"no-restore", "keep-head", "takeover"} {
 		if c.Bool(f) {
