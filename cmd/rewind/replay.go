@@ -793,7 +793,7 @@ func planJSON(r replay.Report) map[string]any {
 			when = a.Time.UTC().Format(time.RFC3339)
 		}
 		return map[string]any{"seq": a.Seq, "original_seq": d.Seq(), "role": strPtr(a.Role), "phase": strPtr(d.Phase()),
-			"status": a.Status, "summary": strPtr(a.Summary), "template": strPtr(replay.Template(a)), "time": when, "time_from": strPtr(a.TimeFrom)}
+			"status": a.Status, "summary": strPtr(a.Summary), "task": a.Task, "template": strPtr(replay.Template(a)), "time": when, "time_from": strPtr(a.TimeFrom)}
 	}
 	skip, redo := []any{}, []any{}
 	for _, d := range p.Skip {

@@ -46,7 +46,7 @@ func replayDoc(r replay.Report, run *replayOutcome) map[string]any {
 		jobs := []any{}
 		for _, j := range w.Jobs {
 			job := map[string]any{"seq": j.Seq, "replay_of": j.ReplayOf, "role": strPtr(j.From.Role), "phase": strPtr(j.From.Phase),
-				"dispatch_file": j.DispatchFile, "status": nil, "exit_code": nil, "summary": nil, "output_chars": nil, "duration_s": nil}
+				"task": j.From.Task, "dispatch_file": j.DispatchFile, "status": nil, "exit_code": nil, "summary": nil, "output_chars": nil, "duration_s": nil}
 			if out, ok := run.outcomes[j.Seq]; ok {
 				if out.NotSent {
 					job["status"] = "not_sent"

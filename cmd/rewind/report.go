@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -33,7 +32,7 @@ func reportCommand() *cli.Command {
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the HTML page to `FILE` (- for stdout)", TakesFile: true},
 			&cli.StringFlag{Name: "scratch", EnvVars: []string{"REWIND_SCRATCH"}, Usage: "the pipeline's scratch `DIR`, where dispatch files are also looked for (default: PATH when it is one)", TakesFile: true},
 		},
-		Action: func(c *cli.Context) error { return reportFail(c, reportRun(c)) },
+		Action: reportRun,
 	}
 }
 
@@ -189,32 +188,4 @@ func reportCheckpoints(c *cli.Context) ([]replay.Checkpoint, string) {
 		all = append(all, replay.Checkpoint{ID: cp.ID, Reason: cp.Reason, Source: cp.Source, Time: cp.Time})
 	}
 	return all, ""
-}
-
-// reportFail prints err, with --json, as the command's one document:
-// {"error": {"code", "exit", "message", "hints"}}.
-func reportFail(c *cli.Context, err error) error {
-	if err == nil || !opts(c).JSON {
-		return err
-	}
-	code, hints := classify(err)
-	var ce *cliError
-	if errors.As(err, &ce) {
-		if ce.code != 0 {
-			code = ce.code
-		}
-		hints = append(append([]string{}, ce.hints...), hints...)
-	}
-	name := "error"
-	if code == exitUsage {
-		name = "usage"
-	}
-	if hints == nil {
-		hints = []string{}
-	}
-	doc := map[string]any{"error": map[string]any{"code": name, "exit": code, "message": strings.TrimRight(err.Error(), "\n"), "hints": hints}}
-	if werr := writeJSON(opts(c), doc); werr != nil {
-		return werr
-	}
-	return err
 }
