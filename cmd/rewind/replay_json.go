@@ -51,7 +51,7 @@ func replayDoc(r replay.Report, run *replayOutcome) map[string]any {
 				if out.NotSent {
 					job["status"] = "not_sent"
 				} else {
-					job["status"], job["exit_code"], job["summary"] = out.Status, out.ExitCode, out.Summary
+					job["status"], job["exit_code"], job["summary"] = out.Status, out.ExitCode, strPtr(out.Summary)
 					job["output_chars"], job["duration_s"] = out.OutputChars, out.Duration
 				}
 			}
