@@ -46,14 +46,11 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil && ctx.Err() != nil {
 		err = context.Canceled
 	}
-	o := app.Metadata["options"].(*options)
-	code := report(out, stderr, jsonOut, err, stderrColour(o))
-	if isHookCall(args) && code != exitOK && code != exitBusy && code != exitInterrupted {
-		// Claude Code reads a hook's exit 2 as "block the agent"; the hook's
-		// contract is exit 1 for every other failure too (a guard's 4 included).
-		code = exitFailure
+	if isHookCall(args) {
+		err = notBlocking(err)
 	}
-	return code
+	o := app.Metadata["options"].(*options)
+	return report(out, stderr, jsonOut, err, stderrColour(o))
 }
 
 // stderrColour is whether errors are coloured: as --color decided for stderr,

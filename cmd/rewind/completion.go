@@ -44,6 +44,9 @@ func completionCommand() *cli.Command {
 				return withHint(usageErrorf("no completion for shell %q: want bash, zsh or fish", c.Args().First()),
 					"for example: source <(rewind completion bash)")
 			}
+			if o.JSON {
+				return writeJSON(o, map[string]any{"shell": c.Args().First(), "script": script})
+			}
 			_, err := io.WriteString(o.Stdout, script)
 			return err
 		},

@@ -129,6 +129,32 @@ func classify(err error) (int, []string) {
 	return exitFailure, nil
 }
 
+// notBlocking turns a hook's failure into exit 1, keeping its code and hints:
+// Claude Code reads a hook's exit 2 as "block the agent", and the hook's
+// contract is exit 1 for every failure but busy (5) and interrupted (130), a
+// guard's 4 included. The error document says the exit code the hook really
+// ends with.
+func notBlocking(err error) error {
+	if err == nil {
+		return nil
+	}
+	code, _ := classify(err)
+	var ce *cliError
+	if errors.As(err, &ce) && ce.code != 0 {
+		code = ce.code
+	}
+	if code == exitFailure || code == exitBusy || code == exitInterrupted {
+		return err
+	}
+	name := errorCode(err, code)
+	if ce != nil {
+		// Change the cliError report will read, so its hints and silence stay.
+		ce.code, ce.name = exitFailure, name
+		return err
+	}
+	return &cliError{code: exitFailure, err: err, name: name}
+}
+
 // report prints err once on stderr, the error in red and the hints' label in
 // cyan when colour is on (and, under --json, its error document on stdout when
 // the command printed no document), and returns the exit code.

@@ -388,7 +388,7 @@ func printImport(o *options, s *checkpoint.Store, bundle string, imported []*imp
 		added, known, tooOld, skipped = len(accepted.Added), accepted.Known, accepted.TooOld, accepted.Skipped
 	}
 	if o.JSON {
-		var runs []map[string]any
+		runs := []map[string]any{}
 		for _, r := range imported {
 			written, same := countWrites(r.plan)
 			runs = append(runs, map[string]any{"session": r.plan.Meta.Session, "skill": nullIfEmpty(r.plan.Meta.Skill),

@@ -138,8 +138,8 @@ func checkReplaceable(output string) error {
 	if bytes.Contains(head[:n], []byte(runreport.Generator)) {
 		return nil
 	}
-	return withHint(exitErrorf(exitFailure, "-o %s exists and is not a page rewind report wrote; not overwriting it", output),
-		"name a new file, or remove this one first")
+	return named("output_not_report", withHint(exitErrorf(exitFailure, "-o %s exists and is not a page rewind report wrote; not overwriting it", output),
+		"name a new file, or remove this one first"))
 }
 
 // readDiffRecords reads replay-diff.jsonl from the first of dirs that has one.

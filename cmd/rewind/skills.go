@@ -97,8 +97,8 @@ func skillsInstall(c *cli.Context) error {
 		if c.IsSet("dir") {
 			where = " --dir " + shellArg(dir)
 		}
-		return withHint(err, "see what it would change: rewind skills diff"+where,
-			"overwrite it (your file is kept beside it as SKILL.md.<hash>.bak): rewind skills install"+where+" --force")
+		return named("skill_changed", withHint(err, "see what it would change: rewind skills diff"+where,
+			"overwrite it (your file is kept beside it as SKILL.md.<hash>.bak): rewind skills install"+where+" --force"))
 	}
 	if err != nil {
 		return blockedHint(err)
@@ -155,7 +155,7 @@ func skillsDiff(c *cli.Context) error {
 		State string  `json:"state"`
 		Diff  *string `json:"diff"`
 	}
-	var docs []diffJSON
+	docs := []diffJSON{}
 	differ := false
 	for _, e := range entries {
 		j := diffJSON{Name: e.Skill.Name, Path: e.Path, State: string(e.State)}
@@ -247,8 +247,8 @@ func hooksClaudeCode(c *cli.Context) error {
 	merged, changed, err := skills.MergeHooks(old)
 	var se *skills.SettingsError
 	if errors.As(err, &se) {
-		return withHint(fmt.Errorf("not changing %s: %w", path, err),
-			"fix the file, or add the hooks `rewind hooks claude-code` prints by hand")
+		return named("settings_invalid", withHint(fmt.Errorf("not changing %s: %w", path, err),
+			"fix the file, or add the hooks `rewind hooks claude-code` prints by hand"))
 	}
 	if err != nil {
 		return err
@@ -406,7 +406,7 @@ func hookPostToolUse(c *cli.Context) error {
 	}
 	call, err := skills.ParseToolCall(payload)
 	if err != nil {
-		return fmt.Errorf("hook: %w", err)
+		return named("hook_input_invalid", fmt.Errorf("hook: %w", err))
 	}
 	if c.String("work-tree") == "" { // (IsSet is true for an empty REWIND_WORK_TREE)
 		dir := os.Getenv("CLAUDE_PROJECT_DIR")
@@ -435,12 +435,12 @@ func hookPostToolUse(c *cli.Context) error {
 	}
 	taken := !res.NotTaken && !res.Duplicate
 	if o.JSON {
-		doc := map[string]any{"taken": taken, "checkpoint": nil, "unchanged_since": nil, "tool_name": call.ToolName, "session_id": nil}
+		doc := map[string]any{"taken": taken, "checkpoint": nil, "unchanged_since_id": nil, "tool_name": call.ToolName, "session_id": nil}
 		if call.SessionID != "" {
 			doc["session_id"] = call.SessionID
 		}
 		if !taken {
-			doc["unchanged_since"] = res.Checkpoint.ID
+			doc["unchanged_since_id"] = res.Checkpoint.ID
 		} else {
 			doc["checkpoint"] = toJSON(res.Checkpoint)
 		}

@@ -148,7 +148,7 @@ func (r *Run) axis(cps []replay.Checkpoint) {
 		if cp.Time.Before(r.Start) || cp.Time.After(r.End) {
 			continue
 		}
-		r.Checkpoints = append(r.Checkpoints, &Mark{At: cp.Time, X: frac(cp.Time), Label: cp.Reason, Detail: shortID(cp.ID)})
+		r.Checkpoints = append(r.Checkpoints, &Mark{At: cp.Time, X: frac(cp.Time), Label: cp.Reason, Detail: shortID(cp.ID), Checkpoint: &cp})
 	}
 }
 

@@ -100,6 +100,9 @@ type Mark struct {
 	Seq    int // the dispatch it concerns: the one the run stopped at, the earliest a resume redid (0: none)
 	Label  string
 	Detail string
+	// Checkpoint is the checkpoint a tick marks (nil for the crash and the
+	// resume): the summary names it as every checkpoint command does.
+	Checkpoint *replay.Checkpoint
 }
 
 // Session is one replay session: a resume, or one run of an A/B arm.
