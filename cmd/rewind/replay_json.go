@@ -41,6 +41,11 @@ func replayDoc(r replay.Report, run *replayOutcome) map[string]any {
 			"write": nonNil(res.Write), "remove": nonNil(res.Remove), "head_moved": run.headMoved}
 	}
 	doc["restored"] = restored
+	if plan, ok := doc["restore"].(map[string]any); ok && run.restored != nil {
+		// With --yes the restore is not previewed: the plan's lists are what
+		// the restore did, not the empty lists of a preview never made.
+		plan["write"], plan["remove"] = nonNil(run.restored.Write), nonNil(run.restored.Remove)
+	}
 	waves := []any{}
 	for i, w := range run.waves {
 		jobs := []any{}
