@@ -31,7 +31,7 @@ install: build man
 
 ## man: the man page bin/rewind.1, from the command table (read it: man -l bin/rewind.1)
 man: build
-	$(BIN) __man > bin/rewind.1.tmp && mv bin/rewind.1.tmp bin/rewind.1
+	mkdir -p bin && $(BIN) __man > bin/rewind.1.tmp && mv bin/rewind.1.tmp bin/rewind.1
 
 ## dist: static binaries for $(PLATFORMS) in $(DIST)/, version stamped, with the
 ## man page and SHA256SUMS

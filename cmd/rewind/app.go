@@ -151,6 +151,13 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 func setUsageErrors(cmds []*cli.Command) {
 	for _, cmd := range cmds {
 		cmd.OnUsageError = onUsageError
+		// urfave gives every command a "help"/"h" subcommand, so at a command
+		// that takes arguments `rewind checkpoint restore h` would print help
+		// and exit 0 instead of restoring the checkpoint named h. Only groups
+		// keep it (rewind checkpoint h); --help works everywhere.
+		if len(cmd.Subcommands) == 0 {
+			cmd.HideHelpCommand = true
+		}
 		setUsageErrors(cmd.Subcommands)
 	}
 }

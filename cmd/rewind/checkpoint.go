@@ -165,6 +165,27 @@ func adoptCommand(dir, old string) string {
 	return "rewind checkpoint adopt --store " + shellArg(dir)
 }
 
+// createWithReason is the checkpoint create command line c asked for, with
+// reason as --reason and every other flag given kept, ready to paste.
+func createWithReason(c *cli.Context, reason string) string {
+	line := "rewind"
+	// The global flags given on the command line (not through the
+	// environment, which the pasted command inherits), as replayAgain does.
+	if c.IsSet("work-tree") && c.String("work-tree") != os.Getenv("REWIND_WORK_TREE") {
+		line += " -C " + shellArg(c.String("work-tree"))
+	}
+	if c.IsSet("store") && c.String("store") != os.Getenv("REWIND_STORE") {
+		line += " --store " + shellArg(c.String("store"))
+	}
+	line += " checkpoint create --reason " + shellArg(reason)
+	for _, flag := range []string{"source", "max-file-size", "wait"} {
+		if c.IsSet(flag) {
+			line += " --" + flag + " " + shellArg(c.String(flag))
+		}
+	}
+	return line
+}
+
 // shellArg quotes s for a command line a user can paste, when it needs it.
 func shellArg(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
@@ -356,6 +377,10 @@ func changesJSON(changes []checkpoint.Change) []changeJSON {
 func checkpointCreate(c *cli.Context) error {
 	o := opts(c)
 	if err := noArgs(c); err != nil {
+		if c.NArg() == 1 && !c.IsSet("reason") {
+			// The reason given as an argument: the hint is the command meant.
+			return withHint(err, "the reason is a flag: "+createWithReason(c, c.Args().First()))
+		}
 		return err
 	}
 	if !c.IsSet("reason") {

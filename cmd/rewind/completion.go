@@ -164,10 +164,16 @@ func complete(app *cli.App, words []string, stdout io.Writer) {
 			if v, ok := f.(cli.VisibleFlag); ok && !v.IsVisible() {
 				continue
 			}
+			long := false
 			for _, n := range f.Names() {
 				if len(n) > 1 {
 					out = append(out, "--"+n)
+					long = true
 				}
+			}
+			if names := f.Names(); !long && len(names) > 0 {
+				// A flag with only a one-letter name (checkpoint diff -z).
+				out = append(out, "-"+names[0])
 			}
 		}
 		out = append(out, "--help")

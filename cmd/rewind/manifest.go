@@ -337,7 +337,7 @@ func manifestCheck(c *cli.Context) error {
 
 type statsJSON struct {
 	Source                string         `json:"manifest"`
-	Dispatches            int            `json:"dispatches"`
+	Dispatches            int            `json:"dispatches_count"`
 	ByStatus              map[string]int `json:"by_status"`
 	InputChars            int64          `json:"input_chars"`
 	OutputChars           int64          `json:"output_chars"`
@@ -351,7 +351,7 @@ type statsJSON struct {
 
 type tierJSON struct {
 	ModelTier  *string `json:"model_tier"`
-	Dispatches int     `json:"dispatches"`
+	Dispatches int     `json:"dispatches_count"`
 }
 
 type reworkJSON struct {
@@ -362,8 +362,8 @@ type reworkJSON struct {
 type phaseJSON struct {
 	Phase       json.RawMessage `json:"phase"`
 	Status      string          `json:"status"`
-	Dispatches  int             `json:"dispatches"`
-	Completed   int             `json:"completed"`
+	Dispatches  int             `json:"dispatches_count"`
+	Completed   int             `json:"completed_count"`
 	DurationS   int64           `json:"duration_s"`
 	InputChars  int64           `json:"input_chars"`
 	OutputChars int64           `json:"output_chars"`

@@ -408,7 +408,7 @@ type statusJSON struct {
 	CurrentBranch *string `json:"current_branch"`
 	BaselineSHA   *string `json:"baseline_sha"`
 	Manifest      *string `json:"manifest"`
-	Dispatches    int     `json:"dispatches"`
+	Dispatches    int     `json:"dispatches_count"`
 	InFlight      []int64 `json:"in_flight"`
 }
 

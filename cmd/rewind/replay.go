@@ -352,16 +352,22 @@ func replayRun(c *cli.Context) error {
 
 	lock := staleIndexLock(c)
 	if c.Bool("dry-run") {
+		// What the real run would trip on: warned on stderr, and in the
+		// --json document's warnings, which is what a script reads.
+		var warnings []string
 		if lock != "" {
-			o.warnf("%s exists: a git command in the project died and left it, or one runs now; the agents' git commands would fail while it is there", lock)
+			warnings = append(warnings, fmt.Sprintf("%s exists: a git command in the project died and left it, or one runs now; the agents' git commands would fail while it is there", lock))
+			o.warnf("%s", warnings[len(warnings)-1])
 			o.hintf("if no git command runs in the project, remove it: rm %s", shellArg(lock))
 		}
 		if plan.Restore != nil {
 			// The real run would refuse: say so now.
 			if err := branchGuard(c, src.marker); err != nil {
+				warnings = append(warnings, err.Error())
 				o.warnf("%v", err)
 			}
 			if head != nil && head.Refused != nil {
+				warnings = append(warnings, head.Refused.Error())
 				o.warnf("%v", head.Refused)
 			}
 		}
@@ -374,7 +380,9 @@ func replayRun(c *cli.Context) error {
 		}
 		if o.JSON {
 			run.result = "planned"
-			return writeJSON(o, replayDoc(report, run))
+			doc := replayDoc(report, run)
+			doc["warnings"] = append(append([]string{}, report.Plan.Warnings...), warnings...)
+			return writeJSON(o, doc)
 		}
 		_, err := fmt.Fprint(o.Stdout, replay.RenderDryRun(report))
 		return err
@@ -793,7 +801,7 @@ func planJSON(r replay.Report) map[string]any {
 			when = a.Time.UTC().Format(time.RFC3339)
 		}
 		return map[string]any{"seq": a.Seq, "original_seq": d.Seq(), "role": strPtr(a.Role), "phase": strPtr(d.Phase()),
-			"status": a.Status, "summary": strPtr(a.Summary), "template": strPtr(replay.Template(a)), "time": when, "time_from": strPtr(a.TimeFrom)}
+			"status": a.Status, "summary": strPtr(a.Summary), "task": a.Task, "template": strPtr(replay.Template(a)), "time": when, "time_from": strPtr(a.TimeFrom)}
 	}
 	skip, redo := []any{}, []any{}
 	for _, d := range p.Skip {

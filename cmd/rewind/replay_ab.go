@@ -397,7 +397,7 @@ func abResultJSON(in abInput, ab map[string]any, delegate bool, base string, run
 			// The copy in the pipeline's dispatch directory: the arm's own
 			// may be removed with the arms.
 			jobs = append(jobs, map[string]any{"seq": j.Seq, "replay_of": j.ReplayOf, "role": nullIfEmpty(j.From.Role),
-				"phase": nullIfEmpty(j.From.Phase), "dispatch_file": filepath.Join(in.src.dispatchDir, filepath.Base(j.DispatchFile))})
+				"phase": nullIfEmpty(j.From.Phase), "task": j.From.Task, "dispatch_file": filepath.Join(in.src.dispatchDir, filepath.Base(j.DispatchFile))})
 		}
 		status, completed := "prepared", any(nil)
 		switch {

@@ -41,17 +41,22 @@ func replayDoc(r replay.Report, run *replayOutcome) map[string]any {
 			"write": nonNil(res.Write), "remove": nonNil(res.Remove), "head_moved": run.headMoved}
 	}
 	doc["restored"] = restored
+	if plan, ok := doc["restore"].(map[string]any); ok && run.restored != nil {
+		// With --yes the restore is not previewed: the plan's lists are what
+		// the restore did, not the empty lists of a preview never made.
+		plan["write"], plan["remove"] = nonNil(run.restored.Write), nonNil(run.restored.Remove)
+	}
 	waves := []any{}
 	for i, w := range run.waves {
 		jobs := []any{}
 		for _, j := range w.Jobs {
 			job := map[string]any{"seq": j.Seq, "replay_of": j.ReplayOf, "role": strPtr(j.From.Role), "phase": strPtr(j.From.Phase),
-				"dispatch_file": j.DispatchFile, "status": nil, "exit_code": nil, "summary": nil, "output_chars": nil, "duration_s": nil}
+				"task": j.From.Task, "dispatch_file": j.DispatchFile, "status": nil, "exit_code": nil, "summary": nil, "output_chars": nil, "duration_s": nil}
 			if out, ok := run.outcomes[j.Seq]; ok {
 				if out.NotSent {
 					job["status"] = "not_sent"
 				} else {
-					job["status"], job["exit_code"], job["summary"] = out.Status, out.ExitCode, out.Summary
+					job["status"], job["exit_code"], job["summary"] = out.Status, out.ExitCode, strPtr(out.Summary)
 					job["output_chars"], job["duration_s"] = out.OutputChars, out.Duration
 				}
 			}
