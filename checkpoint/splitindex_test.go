@@ -204,11 +204,15 @@ func TestPruneLeavesOneSharedPart(t *testing.T) {
 	ctx := context.Background()
 	s, wt := newStore(t)
 	splitWorkTree(t, wt, 150)
+	// Files written in the capture's second are racy and left out of the
+	// index; the index compared below must hold them.
+	untilNextSecond()
 	if _, err := s.Create(ctx, CreateOptions{Reason: "one", Source: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	os.Remove(s.indexFile()) // the next capture writes a new shared part
 	mustWrite(t, filepath.Join(wt, "d1/f001.txt"), "changed\n")
+	untilNextSecond()
 	if _, err := s.Create(ctx, CreateOptions{Reason: "two", Source: "test"}); err != nil {
 		t.Fatal(err)
 	}
@@ -237,4 +241,11 @@ func TestPruneLeavesOneSharedPart(t *testing.T) {
 	if got := freshTree(t, wt); made.Checkpoint.Tree != got {
 		t.Errorf("tree %s, a fresh store's %s", made.Checkpoint.Tree, got)
 	}
+}
+
+// untilNextSecond sleeps into the next whole second, so that what was written
+// before is not racy for the next capture.
+func untilNextSecond() {
+	now := time.Now()
+	time.Sleep(now.Truncate(time.Second).Add(time.Second).Sub(now) + 10*time.Millisecond)
 }
