@@ -77,32 +77,45 @@ func demoRun(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	root := c.String("keep")
-	if root != "" {
-		if _, err := os.Stat(root); err == nil {
-			return usageErrorf("--keep %s: it exists already; name a new directory", root)
-		}
-		if err := os.MkdirAll(root, 0o755); err != nil {
-			return err
-		}
-		root, _ = filepath.Abs(root)
-	} else {
-		var err error
-		if root, err = os.MkdirTemp("", "rewind-demo-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(root)
-	}
-	root, _ = filepath.EvalSymlinks(root)
-	d := &demo{ctx: c.Context, o: o, root: root, proj: filepath.Join(root, "project"), scratch: filepath.Join(root, "scratch"),
-		store: filepath.Join(root, "store"), tmp: filepath.Join(root, "tmp")}
-	if err := d.build(); err != nil {
-		return fmt.Errorf("demo: %w", err)
+	d, cleanup, err := newDemo(c, "rewind-demo-")
+	defer cleanup()
+	if err != nil {
+		return err
 	}
 	if o.JSON {
 		return d.replayJSON(c.String("keep") != "")
 	}
 	return d.replay()
+}
+
+// newDemo makes the demo's root, the --keep directory or else a temporary one
+// (prefix tempPrefix) that cleanup removes, and builds the crashed pipeline in
+// it. cleanup is never nil, so callers defer it before looking at err.
+func newDemo(c *cli.Context, tempPrefix string) (d *demo, cleanup func(), err error) {
+	cleanup = func() {}
+	root := c.String("keep")
+	if root != "" {
+		if _, err := os.Stat(root); err == nil {
+			return nil, cleanup, usageErrorf("--keep %s: it exists already; name a new directory", root)
+		}
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return nil, cleanup, err
+		}
+		root, _ = filepath.Abs(root)
+	} else {
+		if root, err = os.MkdirTemp("", tempPrefix); err != nil {
+			return nil, cleanup, err
+		}
+		tmpRoot := root
+		cleanup = func() { os.RemoveAll(tmpRoot) }
+	}
+	root, _ = filepath.EvalSymlinks(root)
+	d = &demo{ctx: c.Context, o: opts(c), root: root, proj: filepath.Join(root, "project"), scratch: filepath.Join(root, "scratch"),
+		store: filepath.Join(root, "store"), tmp: filepath.Join(root, "tmp")}
+	if err := d.build(); err != nil {
+		return nil, cleanup, fmt.Errorf("demo: %w", err)
+	}
+	return d, cleanup, nil
 }
 
 type demo struct {

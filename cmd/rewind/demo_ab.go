@@ -56,28 +56,12 @@ func demoABRun(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	root := c.String("keep")
-	if root != "" {
-		if _, err := os.Stat(root); err == nil {
-			return usageErrorf("--keep %s: it exists already; name a new directory", root)
-		}
-		if err := os.MkdirAll(root, 0o755); err != nil {
-			return err
-		}
-		root, _ = filepath.Abs(root)
-	} else {
-		var err error
-		if root, err = os.MkdirTemp("", "rewind-demo-ab-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(root)
+	d, cleanup, err := newDemo(c, "rewind-demo-ab-")
+	defer cleanup()
+	if err != nil {
+		return err
 	}
-	root, _ = filepath.EvalSymlinks(root)
-	d := &demo{ctx: c.Context, o: o, root: root, proj: filepath.Join(root, "project"), scratch: filepath.Join(root, "scratch"),
-		store: filepath.Join(root, "store"), tmp: filepath.Join(root, "tmp")}
-	if err := d.build(); err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
+	root := d.root
 	templates := filepath.Join(root, "templates")
 	if err := os.MkdirAll(templates, 0o755); err != nil {
 		return err
