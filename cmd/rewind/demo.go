@@ -343,20 +343,23 @@ func (d *demo) replay() error {
 // replayJSON is the demo under --json: the same steps, each command's own
 // --json document in one document, with the history and the tree. The
 // commands' notes go to stderr.
-func (d *demo) replayJSON(kept bool) error {
-	doc := map[string]any{"root": d.root, "root_kept": kept, "project": d.proj, "scratch_dir": d.scratch, "dispatch_dir": d.dispatchDir, "store": d.store}
-	step := func(key string, now time.Time, args ...string) error {
-		var out bytes.Buffer
-		if err := d.rewindTo(&out, d.o.Stderr, now, append(args, "--json")...); err != nil {
-			return err
-		}
-		doc[key] = json.RawMessage(bytes.TrimSpace(out.Bytes()))
-		return nil
-	}
-	if err := step("checkpoint_list", demoTime(30), "checkpoint", "list"); err != nil {
+// jsonStep runs rewind args --json at now and puts its document in doc under
+// key, for the demos' --json documents.
+func (d *demo) jsonStep(doc map[string]any, key string, now time.Time, args ...string) error {
+	var out bytes.Buffer
+	if err := d.rewindTo(&out, d.o.Stderr, now, append(args, "--json")...); err != nil {
 		return err
 	}
-	if err := step("replay_plan", demoTime(30), "replay", d.scratch, "--dry-run"); err != nil {
+	doc[key] = json.RawMessage(bytes.TrimSpace(out.Bytes()))
+	return nil
+}
+
+func (d *demo) replayJSON(kept bool) error {
+	doc := map[string]any{"root": d.root, "root_kept": kept, "project": d.proj, "scratch_dir": d.scratch, "dispatch_dir": d.dispatchDir, "store": d.store}
+	if err := d.jsonStep(doc, "checkpoint_list", demoTime(30), "checkpoint", "list"); err != nil {
+		return err
+	}
+	if err := d.jsonStep(doc, "replay_plan", demoTime(30), "replay", d.scratch, "--dry-run"); err != nil {
 		return err
 	}
 	self, err := os.Executable()
@@ -367,10 +370,10 @@ func (d *demo) replayJSON(kept bool) error {
 	os.Setenv("REWIND_NOW", demoTime(30).Format(time.RFC3339))
 	defer os.Unsetenv("REWIND_SESSION")
 	defer os.Unsetenv("REWIND_NOW")
-	if err := step("replay_run", demoTime(30), "replay", d.scratch, "--yes", "--exec", shellQuote(self)+" demo agent"); err != nil {
+	if err := d.jsonStep(doc, "replay_run", demoTime(30), "replay", d.scratch, "--yes", "--exec", shellQuote(self)+" demo agent"); err != nil {
 		return err
 	}
-	if err := step("manifest_show", demoTime(40), "manifest", "show", d.scratch); err != nil {
+	if err := d.jsonStep(doc, "manifest_show", demoTime(40), "manifest", "show", d.scratch); err != nil {
 		return err
 	}
 	out, err := gitexec.Project{Dir: d.proj}.Run(d.ctx, "log", "--format=%H%x00%s")

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -90,14 +88,6 @@ func demoABRun(c *cli.Context) error {
 func (d *demo) abJSON(templates, mutation string, kept bool) error {
 	doc := map[string]any{"root": d.root, "root_kept": kept, "project": d.proj, "scratch_dir": d.scratch,
 		"dispatch_dir": d.dispatchDir, "store": d.store, "templates_dir": templates, "mutation_file": mutation}
-	step := func(key string, now time.Time, args ...string) error {
-		var out bytes.Buffer
-		if err := d.rewindTo(&out, d.o.Stderr, now, append(args, "--json")...); err != nil {
-			return err
-		}
-		doc[key] = json.RawMessage(bytes.TrimSpace(out.Bytes()))
-		return nil
-	}
 	before, err := treeDigest(d.proj)
 	if err != nil {
 		return err
@@ -107,14 +97,14 @@ func (d *demo) abJSON(templates, mutation string, kept bool) error {
 		return err
 	}
 	mutate := "implementer.md=" + mutation
-	if err := step("replay_plan", demoTime(30), "replay", d.scratch, "--mutate", mutate, "--templates", templates, "--dry-run"); err != nil {
+	if err := d.jsonStep(doc, "replay_plan", demoTime(30), "replay", d.scratch, "--mutate", mutate, "--templates", templates, "--dry-run"); err != nil {
 		return err
 	}
 	os.Setenv("REWIND_SESSION", "demo-ab")
 	os.Setenv("REWIND_NOW", demoTime(30).Format(time.RFC3339))
 	defer os.Unsetenv("REWIND_SESSION")
 	defer os.Unsetenv("REWIND_NOW")
-	if err := step("replay_run", demoTime(30), "replay", d.scratch, "--mutate", mutate, "--templates", templates,
+	if err := d.jsonStep(doc, "replay_run", demoTime(30), "replay", d.scratch, "--mutate", mutate, "--templates", templates,
 		"--exec", shellQuote(self)+" demo agent", "--diff"); err != nil {
 		return err
 	}
@@ -123,7 +113,7 @@ func (d *demo) abJSON(templates, mutation string, kept bool) error {
 		return err
 	}
 	doc["project_unchanged"] = before == after
-	if err := step("checkpoint_list", demoTime(40), "checkpoint", "list", "--limit", "2"); err != nil {
+	if err := d.jsonStep(doc, "checkpoint_list", demoTime(40), "checkpoint", "list", "--limit", "2"); err != nil {
 		return err
 	}
 	return writeJSON(d.o, doc)
