@@ -260,19 +260,9 @@ func (s *ABSetup) writeDispatches(run *ABRun) error {
 			}
 		}
 		chars := int64(len([]rune(content)))
-		phase := a.Phase
-		orig := int64(d.Seq())
-		session, arm, repeat := run.Session, run.Arm, int64(run.Repeat)
-		entry := manifest.Dispatched{Seq: seq, File: name, Role: a.Role, Phase: &phase, InputChars: &chars,
-			ReplayOf: &orig, ReplaySession: &session, Mutation: mutation, Arm: &arm, Repeat: &repeat}
-		if a.Task != nil {
-			t := int64(*a.Task)
-			entry.Task = &t
-		}
-		if a.ModelTier != "" {
-			tier := a.ModelTier
-			entry.ModelTier = &tier
-		}
+		arm, repeat := run.Arm, int64(run.Repeat)
+		entry := replayEntry(d, a, seq, name, run.Session, &chars)
+		entry.Mutation, entry.Arm, entry.Repeat = mutation, &arm, &repeat
 		if _, err := manifest.Before(s.DispatchDir, entry, false, s.ManifestOut); err != nil {
 			return err
 		}
