@@ -286,11 +286,17 @@ func appendArmRecord(dir string, run *ABRun) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, ArmsFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	return AppendFileSync(filepath.Join(dir, ArmsFile), append(line, '\n'))
+}
+
+// AppendFileSync appends data to path (made 0644 if new) in one write and
+// syncs it, for the append-only JSONL files of A/B replays.
+func AppendFileSync(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(append(line, '\n')); err != nil {
+	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return err
 	}

@@ -564,27 +564,10 @@ func writeABDiff(c *cli.Context, src *replaySource, original, base, originalCP s
 		}
 		out = append(append(out, line...), '\n')
 	}
-	if err := appendFileSync(filepath.Join(src.dispatchDir, "replay-diff.jsonl"), out); err != nil {
+	if err := replay.AppendFileSync(filepath.Join(src.dispatchDir, "replay-diff.jsonl"), out); err != nil {
 		return abDiff{}, err
 	}
 	return d, nil
-}
-
-// appendFileSync appends data in one write and syncs it.
-func appendFileSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 func abSessionsHint(attempts []replay.Attempt) []string {
