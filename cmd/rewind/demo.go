@@ -311,18 +311,14 @@ func (d *demo) replay() error {
 	if err := d.rewind(w, demoTime(30), "replay", d.scratch, "--dry-run"); err != nil {
 		return err
 	}
-	self, err := os.Executable()
+	agent, err := demoAgentCommand()
 	if err != nil {
 		return err
 	}
-	agent := shellQuote(self) + " demo agent"
 	d.section("Resume with a stand-in agent: rewind replay " + d.scratch + " --yes --exec \"" + agent + "\"")
 	// The agents run as children: the session and clock reach them through the
 	// environment, so their commits are the same on every run.
-	os.Setenv("REWIND_SESSION", "demo-replay")
-	os.Setenv("REWIND_NOW", demoTime(30).Format(time.RFC3339))
-	defer os.Unsetenv("REWIND_SESSION")
-	defer os.Unsetenv("REWIND_NOW")
+	defer setDemoRunEnv("demo-replay")()
 	if err := d.rewindTo(w, w, demoTime(30), "replay", d.scratch, "--yes", "--exec", agent); err != nil {
 		return err
 	}
@@ -343,6 +339,26 @@ func (d *demo) replay() error {
 // replayJSON is the demo under --json: the same steps, each command's own
 // --json document in one document, with the history and the tree. The
 // commands' notes go to stderr.
+// demoAgentCommand is the stand-in agent's command: this binary's demo agent.
+func demoAgentCommand() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	return shellQuote(self) + " demo agent", nil
+}
+
+// setDemoRunEnv gives the replay's agents, which run as children, the demo's
+// session and clock, and returns what takes them away again.
+func setDemoRunEnv(session string) (unset func()) {
+	os.Setenv("REWIND_SESSION", session)
+	os.Setenv("REWIND_NOW", demoTime(30).Format(time.RFC3339))
+	return func() {
+		os.Unsetenv("REWIND_NOW")
+		os.Unsetenv("REWIND_SESSION")
+	}
+}
+
 // jsonStep runs rewind args --json at now and puts its document in doc under
 // key, for the demos' --json documents.
 func (d *demo) jsonStep(doc map[string]any, key string, now time.Time, args ...string) error {
@@ -362,15 +378,12 @@ func (d *demo) replayJSON(kept bool) error {
 	if err := d.jsonStep(doc, "replay_plan", demoTime(30), "replay", d.scratch, "--dry-run"); err != nil {
 		return err
 	}
-	self, err := os.Executable()
+	agent, err := demoAgentCommand()
 	if err != nil {
 		return err
 	}
-	os.Setenv("REWIND_SESSION", "demo-replay")
-	os.Setenv("REWIND_NOW", demoTime(30).Format(time.RFC3339))
-	defer os.Unsetenv("REWIND_SESSION")
-	defer os.Unsetenv("REWIND_NOW")
-	if err := d.jsonStep(doc, "replay_run", demoTime(30), "replay", d.scratch, "--yes", "--exec", shellQuote(self)+" demo agent"); err != nil {
+	defer setDemoRunEnv("demo-replay")()
+	if err := d.jsonStep(doc, "replay_run", demoTime(30), "replay", d.scratch, "--yes", "--exec", agent); err != nil {
 		return err
 	}
 	if err := d.jsonStep(doc, "manifest_show", demoTime(40), "manifest", "show", d.scratch); err != nil {

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 )
@@ -92,7 +91,7 @@ func (d *demo) abJSON(templates, mutation string, kept bool) error {
 	if err != nil {
 		return err
 	}
-	self, err := os.Executable()
+	agent, err := demoAgentCommand()
 	if err != nil {
 		return err
 	}
@@ -100,12 +99,9 @@ func (d *demo) abJSON(templates, mutation string, kept bool) error {
 	if err := d.jsonStep(doc, "replay_plan", demoTime(30), "replay", d.scratch, "--mutate", mutate, "--templates", templates, "--dry-run"); err != nil {
 		return err
 	}
-	os.Setenv("REWIND_SESSION", "demo-ab")
-	os.Setenv("REWIND_NOW", demoTime(30).Format(time.RFC3339))
-	defer os.Unsetenv("REWIND_SESSION")
-	defer os.Unsetenv("REWIND_NOW")
+	defer setDemoRunEnv("demo-ab")()
 	if err := d.jsonStep(doc, "replay_run", demoTime(30), "replay", d.scratch, "--mutate", mutate, "--templates", templates,
-		"--exec", shellQuote(self)+" demo agent", "--diff"); err != nil {
+		"--exec", agent, "--diff"); err != nil {
 		return err
 	}
 	after, err := treeDigest(d.proj)
@@ -128,11 +124,10 @@ func (d *demo) ab(templates, mutation string) error {
 	if err != nil {
 		return err
 	}
-	self, err := os.Executable()
+	agent, err := demoAgentCommand()
 	if err != nil {
 		return err
 	}
-	agent := shellQuote(self) + " demo agent"
 	mutate := "implementer.md=" + mutation
 	d.section("The mutation, changing nothing: rewind replay " + d.scratch + " --mutate " + mutate + " --templates " + templates + " --dry-run")
 	var plan strings.Builder
@@ -147,10 +142,7 @@ func (d *demo) ab(templates, mutation string) error {
 	fmt.Fprint(w, text)
 
 	d.section("Both arms, in clones of the project: rewind replay " + d.scratch + " --mutate " + mutate + " --templates " + templates + " --exec \"" + agent + "\" --diff")
-	os.Setenv("REWIND_SESSION", "demo-ab")
-	os.Setenv("REWIND_NOW", demoTime(30).Format(time.RFC3339))
-	defer os.Unsetenv("REWIND_SESSION")
-	defer os.Unsetenv("REWIND_NOW")
+	defer setDemoRunEnv("demo-ab")()
 	if err := d.rewind(w, demoTime(30), "replay", d.scratch, "--mutate", mutate, "--templates", templates, "--exec", agent, "--diff"); err != nil {
 		return err
 	}
