@@ -260,19 +260,9 @@ func (s *ABSetup) writeDispatches(run *ABRun) error {
 			}
 		}
 		chars := int64(len([]rune(content)))
-		phase := a.Phase
-		orig := int64(d.Seq())
-		session, arm, repeat := run.Session, run.Arm, int64(run.Repeat)
-		entry := manifest.Dispatched{Seq: seq, File: name, Role: a.Role, Phase: &phase, InputChars: &chars,
-			ReplayOf: &orig, ReplaySession: &session, Mutation: mutation, Arm: &arm, Repeat: &repeat}
-		if a.Task != nil {
-			t := int64(*a.Task)
-			entry.Task = &t
-		}
-		if a.ModelTier != "" {
-			tier := a.ModelTier
-			entry.ModelTier = &tier
-		}
+		arm, repeat := run.Arm, int64(run.Repeat)
+		entry := replayEntry(d, a, seq, name, run.Session, &chars)
+		entry.Mutation, entry.Arm, entry.Repeat = mutation, &arm, &repeat
 		if _, err := manifest.Before(s.DispatchDir, entry, false, s.ManifestOut); err != nil {
 			return err
 		}
@@ -296,11 +286,17 @@ func appendArmRecord(dir string, run *ABRun) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, ArmsFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	return AppendFileSync(filepath.Join(dir, ArmsFile), append(line, '\n'))
+}
+
+// AppendFileSync appends data to path (made 0644 if new) in one write and
+// syncs it, for the append-only JSONL files of A/B replays.
+func AppendFileSync(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(append(line, '\n')); err != nil {
+	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return err
 	}

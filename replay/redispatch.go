@@ -117,21 +117,7 @@ func (r Redispatcher) Write(redo []Dispatch) ([]Job, error) {
 		if err == nil {
 			inputChars = &chars
 		}
-		phase := a.Phase
-		orig := int64(d.Seq())
-		session := r.Session
-		entry := manifest.Dispatched{
-			Seq: seq, File: name, Role: a.Role, Phase: &phase, InputChars: inputChars,
-			ReplayOf: &orig, ReplaySession: &session,
-		}
-		if a.Task != nil {
-			t := int64(*a.Task)
-			entry.Task = &t
-		}
-		if a.ModelTier != "" {
-			tier := a.ModelTier
-			entry.ModelTier = &tier
-		}
+		entry := replayEntry(d, a, seq, name, r.Session, inputChars)
 		if _, err := manifest.Before(r.DispatchDir, entry, false, r.ManifestWarn); err != nil {
 			return jobs, err
 		}
@@ -206,4 +192,23 @@ func FindTemplate(dir, skill, name string) string {
 func isRegular(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode().IsRegular()
+}
+
+// replayEntry is the manifest record of the re-dispatch seq (dispatch file
+// name) of d's attempt a in session: its role, phase, task and model tier are
+// the attempt's. Callers add what only they know (arm, repeat, mutation).
+func replayEntry(d Dispatch, a Attempt, seq int64, name, session string, inputChars *int64) manifest.Dispatched {
+	phase := a.Phase
+	orig := int64(d.Seq())
+	entry := manifest.Dispatched{Seq: seq, File: name, Role: a.Role, Phase: &phase, InputChars: inputChars,
+		ReplayOf: &orig, ReplaySession: &session}
+	if a.Task != nil {
+		t := int64(*a.Task)
+		entry.Task = &t
+	}
+	if a.ModelTier != "" {
+		tier := a.ModelTier
+		entry.ModelTier = &tier
+	}
+	return entry
 }

@@ -77,32 +77,45 @@ func demoRun(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	root := c.String("keep")
-	if root != "" {
-		if _, err := os.Stat(root); err == nil {
-			return usageErrorf("--keep %s: it exists already; name a new directory", root)
-		}
-		if err := os.MkdirAll(root, 0o755); err != nil {
-			return err
-		}
-		root, _ = filepath.Abs(root)
-	} else {
-		var err error
-		if root, err = os.MkdirTemp("", "rewind-demo-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(root)
-	}
-	root, _ = filepath.EvalSymlinks(root)
-	d := &demo{ctx: c.Context, o: o, root: root, proj: filepath.Join(root, "project"), scratch: filepath.Join(root, "scratch"),
-		store: filepath.Join(root, "store"), tmp: filepath.Join(root, "tmp")}
-	if err := d.build(); err != nil {
-		return fmt.Errorf("demo: %w", err)
+	d, cleanup, err := newDemo(c, "rewind-demo-")
+	defer cleanup()
+	if err != nil {
+		return err
 	}
 	if o.JSON {
 		return d.replayJSON(c.String("keep") != "")
 	}
 	return d.replay()
+}
+
+// newDemo makes the demo's root, the --keep directory or else a temporary one
+// (prefix tempPrefix) that cleanup removes, and builds the crashed pipeline in
+// it. cleanup is never nil, so callers defer it before looking at err.
+func newDemo(c *cli.Context, tempPrefix string) (d *demo, cleanup func(), err error) {
+	cleanup = func() {}
+	root := c.String("keep")
+	if root != "" {
+		if _, err := os.Stat(root); err == nil {
+			return nil, cleanup, usageErrorf("--keep %s: it exists already; name a new directory", root)
+		}
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return nil, cleanup, err
+		}
+		root, _ = filepath.Abs(root)
+	} else {
+		if root, err = os.MkdirTemp("", tempPrefix); err != nil {
+			return nil, cleanup, err
+		}
+		tmpRoot := root
+		cleanup = func() { os.RemoveAll(tmpRoot) }
+	}
+	root, _ = filepath.EvalSymlinks(root)
+	d = &demo{ctx: c.Context, o: opts(c), root: root, proj: filepath.Join(root, "project"), scratch: filepath.Join(root, "scratch"),
+		store: filepath.Join(root, "store"), tmp: filepath.Join(root, "tmp")}
+	if err := d.build(); err != nil {
+		return nil, cleanup, fmt.Errorf("demo: %w", err)
+	}
+	return d, cleanup, nil
 }
 
 type demo struct {
@@ -298,18 +311,14 @@ func (d *demo) replay() error {
 	if err := d.rewind(w, demoTime(30), "replay", d.scratch, "--dry-run"); err != nil {
 		return err
 	}
-	self, err := os.Executable()
+	agent, err := demoAgentCommand()
 	if err != nil {
 		return err
 	}
-	agent := shellQuote(self) + " demo agent"
 	d.section("Resume with a stand-in agent: rewind replay " + d.scratch + " --yes --exec \"" + agent + "\"")
 	// The agents run as children: the session and clock reach them through the
 	// environment, so their commits are the same on every run.
-	os.Setenv("REWIND_SESSION", "demo-replay")
-	os.Setenv("REWIND_NOW", demoTime(30).Format(time.RFC3339))
-	defer os.Unsetenv("REWIND_SESSION")
-	defer os.Unsetenv("REWIND_NOW")
+	defer setDemoRunEnv("demo-replay")()
 	if err := d.rewindTo(w, w, demoTime(30), "replay", d.scratch, "--yes", "--exec", agent); err != nil {
 		return err
 	}
@@ -330,34 +339,54 @@ func (d *demo) replay() error {
 // replayJSON is the demo under --json: the same steps, each command's own
 // --json document in one document, with the history and the tree. The
 // commands' notes go to stderr.
+// demoAgentCommand is the stand-in agent's command: this binary's demo agent.
+func demoAgentCommand() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	return shellQuote(self) + " demo agent", nil
+}
+
+// setDemoRunEnv gives the replay's agents, which run as children, the demo's
+// session and clock, and returns what takes them away again.
+func setDemoRunEnv(session string) (unset func()) {
+	os.Setenv("REWIND_SESSION", session)
+	os.Setenv("REWIND_NOW", demoTime(30).Format(time.RFC3339))
+	return func() {
+		os.Unsetenv("REWIND_NOW")
+		os.Unsetenv("REWIND_SESSION")
+	}
+}
+
+// jsonStep runs rewind args --json at now and puts its document in doc under
+// key, for the demos' --json documents.
+func (d *demo) jsonStep(doc map[string]any, key string, now time.Time, args ...string) error {
+	var out bytes.Buffer
+	if err := d.rewindTo(&out, d.o.Stderr, now, append(args, "--json")...); err != nil {
+		return err
+	}
+	doc[key] = json.RawMessage(bytes.TrimSpace(out.Bytes()))
+	return nil
+}
+
 func (d *demo) replayJSON(kept bool) error {
 	doc := map[string]any{"root": d.root, "root_kept": kept, "project": d.proj, "scratch_dir": d.scratch, "dispatch_dir": d.dispatchDir, "store": d.store}
-	step := func(key string, now time.Time, args ...string) error {
-		var out bytes.Buffer
-		if err := d.rewindTo(&out, d.o.Stderr, now, append(args, "--json")...); err != nil {
-			return err
-		}
-		doc[key] = json.RawMessage(bytes.TrimSpace(out.Bytes()))
-		return nil
-	}
-	if err := step("checkpoint_list", demoTime(30), "checkpoint", "list"); err != nil {
+	if err := d.jsonStep(doc, "checkpoint_list", demoTime(30), "checkpoint", "list"); err != nil {
 		return err
 	}
-	if err := step("replay_plan", demoTime(30), "replay", d.scratch, "--dry-run"); err != nil {
+	if err := d.jsonStep(doc, "replay_plan", demoTime(30), "replay", d.scratch, "--dry-run"); err != nil {
 		return err
 	}
-	self, err := os.Executable()
+	agent, err := demoAgentCommand()
 	if err != nil {
 		return err
 	}
-	os.Setenv("REWIND_SESSION", "demo-replay")
-	os.Setenv("REWIND_NOW", demoTime(30).Format(time.RFC3339))
-	defer os.Unsetenv("REWIND_SESSION")
-	defer os.Unsetenv("REWIND_NOW")
-	if err := step("replay_run", demoTime(30), "replay", d.scratch, "--yes", "--exec", shellQuote(self)+" demo agent"); err != nil {
+	defer setDemoRunEnv("demo-replay")()
+	if err := d.jsonStep(doc, "replay_run", demoTime(30), "replay", d.scratch, "--yes", "--exec", agent); err != nil {
 		return err
 	}
-	if err := step("manifest_show", demoTime(40), "manifest", "show", d.scratch); err != nil {
+	if err := d.jsonStep(doc, "manifest_show", demoTime(40), "manifest", "show", d.scratch); err != nil {
 		return err
 	}
 	out, err := gitexec.Project{Dir: d.proj}.Run(d.ctx, "log", "--format=%H%x00%s")

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 )
@@ -56,28 +53,12 @@ func demoABRun(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	root := c.String("keep")
-	if root != "" {
-		if _, err := os.Stat(root); err == nil {
-			return usageErrorf("--keep %s: it exists already; name a new directory", root)
-		}
-		if err := os.MkdirAll(root, 0o755); err != nil {
-			return err
-		}
-		root, _ = filepath.Abs(root)
-	} else {
-		var err error
-		if root, err = os.MkdirTemp("", "rewind-demo-ab-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(root)
+	d, cleanup, err := newDemo(c, "rewind-demo-ab-")
+	defer cleanup()
+	if err != nil {
+		return err
 	}
-	root, _ = filepath.EvalSymlinks(root)
-	d := &demo{ctx: c.Context, o: o, root: root, proj: filepath.Join(root, "project"), scratch: filepath.Join(root, "scratch"),
-		store: filepath.Join(root, "store"), tmp: filepath.Join(root, "tmp")}
-	if err := d.build(); err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
+	root := d.root
 	templates := filepath.Join(root, "templates")
 	if err := os.MkdirAll(templates, 0o755); err != nil {
 		return err
@@ -106,32 +87,21 @@ func demoABRun(c *cli.Context) error {
 func (d *demo) abJSON(templates, mutation string, kept bool) error {
 	doc := map[string]any{"root": d.root, "root_kept": kept, "project": d.proj, "scratch_dir": d.scratch,
 		"dispatch_dir": d.dispatchDir, "store": d.store, "templates_dir": templates, "mutation_file": mutation}
-	step := func(key string, now time.Time, args ...string) error {
-		var out bytes.Buffer
-		if err := d.rewindTo(&out, d.o.Stderr, now, append(args, "--json")...); err != nil {
-			return err
-		}
-		doc[key] = json.RawMessage(bytes.TrimSpace(out.Bytes()))
-		return nil
-	}
 	before, err := treeDigest(d.proj)
 	if err != nil {
 		return err
 	}
-	self, err := os.Executable()
+	agent, err := demoAgentCommand()
 	if err != nil {
 		return err
 	}
 	mutate := "implementer.md=" + mutation
-	if err := step("replay_plan", demoTime(30), "replay", d.scratch, "--mutate", mutate, "--templates", templates, "--dry-run"); err != nil {
+	if err := d.jsonStep(doc, "replay_plan", demoTime(30), "replay", d.scratch, "--mutate", mutate, "--templates", templates, "--dry-run"); err != nil {
 		return err
 	}
-	os.Setenv("REWIND_SESSION", "demo-ab")
-	os.Setenv("REWIND_NOW", demoTime(30).Format(time.RFC3339))
-	defer os.Unsetenv("REWIND_SESSION")
-	defer os.Unsetenv("REWIND_NOW")
-	if err := step("replay_run", demoTime(30), "replay", d.scratch, "--mutate", mutate, "--templates", templates,
-		"--exec", shellQuote(self)+" demo agent", "--diff"); err != nil {
+	defer setDemoRunEnv("demo-ab")()
+	if err := d.jsonStep(doc, "replay_run", demoTime(30), "replay", d.scratch, "--mutate", mutate, "--templates", templates,
+		"--exec", agent, "--diff"); err != nil {
 		return err
 	}
 	after, err := treeDigest(d.proj)
@@ -139,7 +109,7 @@ func (d *demo) abJSON(templates, mutation string, kept bool) error {
 		return err
 	}
 	doc["project_unchanged"] = before == after
-	if err := step("checkpoint_list", demoTime(40), "checkpoint", "list", "--limit", "2"); err != nil {
+	if err := d.jsonStep(doc, "checkpoint_list", demoTime(40), "checkpoint", "list", "--limit", "2"); err != nil {
 		return err
 	}
 	return writeJSON(d.o, doc)
@@ -154,11 +124,10 @@ func (d *demo) ab(templates, mutation string) error {
 	if err != nil {
 		return err
 	}
-	self, err := os.Executable()
+	agent, err := demoAgentCommand()
 	if err != nil {
 		return err
 	}
-	agent := shellQuote(self) + " demo agent"
 	mutate := "implementer.md=" + mutation
 	d.section("The mutation, changing nothing: rewind replay " + d.scratch + " --mutate " + mutate + " --templates " + templates + " --dry-run")
 	var plan strings.Builder
@@ -173,10 +142,7 @@ func (d *demo) ab(templates, mutation string) error {
 	fmt.Fprint(w, text)
 
 	d.section("Both arms, in clones of the project: rewind replay " + d.scratch + " --mutate " + mutate + " --templates " + templates + " --exec \"" + agent + "\" --diff")
-	os.Setenv("REWIND_SESSION", "demo-ab")
-	os.Setenv("REWIND_NOW", demoTime(30).Format(time.RFC3339))
-	defer os.Unsetenv("REWIND_SESSION")
-	defer os.Unsetenv("REWIND_NOW")
+	defer setDemoRunEnv("demo-ab")()
 	if err := d.rewind(w, demoTime(30), "replay", d.scratch, "--mutate", mutate, "--templates", templates, "--exec", agent, "--diff"); err != nil {
 		return err
 	}

@@ -38,7 +38,6 @@ type progressLine struct {
 	out   io.Writer // the terminal
 	what  string    // "checkpoint", "restore", ...
 	step  string
-	unit  string
 	done  int
 	total int
 	// stepStart is when the current step began: the rate is the step's.

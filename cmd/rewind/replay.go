@@ -120,6 +120,30 @@ type replaySource struct {
 	marker      *manifest.Marker
 }
 
+// openReplaySource resolves path as resolveReplaySource does and opens the
+// manifest it names; the caller closes the index.
+func openReplaySource(c *cli.Context, path string) (*replaySource, *manifest.Index, error) {
+	src, err := resolveReplaySource(c, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	ix, err := src.open()
+	if err != nil {
+		return nil, nil, err
+	}
+	return src, ix, nil
+}
+
+// open opens the source's manifest, naming it in the error; the caller closes
+// the index.
+func (src *replaySource) open() (*manifest.Index, error) {
+	ix, err := manifest.Open(src.manifest)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src.manifest, err)
+	}
+	return ix, nil
+}
+
 func resolveReplaySource(c *cli.Context, path string) (*replaySource, error) {
 	o := opts(c)
 	loc, err := manifest.Locate(path)
@@ -207,13 +231,9 @@ func replayRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	src, err := resolveReplaySource(c, path)
+	src, ix, err := openReplaySource(c, path)
 	if err != nil {
 		return err
-	}
-	ix, err := manifest.Open(src.manifest)
-	if err != nil {
-		return fmt.Errorf("%s: %w", src.manifest, err)
 	}
 	defer ix.Close()
 	skippedWarnings(o, ix)

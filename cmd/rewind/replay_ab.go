@@ -12,7 +12,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/rewind-cli/rewind/checkpoint"
-	"github.com/rewind-cli/rewind/manifest"
 	"github.com/rewind-cli/rewind/replay"
 )
 
@@ -486,9 +485,9 @@ func nullIfZero(n int) any {
 // now from the work tree the arms file names, when it is still there.
 func writeABDiff(c *cli.Context, src *replaySource, original, base, originalCP string) (abDiff, error) {
 	o := opts(c)
-	ix, err := manifest.Open(src.manifest)
+	ix, err := src.open()
 	if err != nil {
-		return abDiff{}, fmt.Errorf("%s: %w", src.manifest, err)
+		return abDiff{}, err
 	}
 	defer ix.Close()
 	attempts, err := replay.LoadAttempts(ix, src.lookup, time.Local)
@@ -565,27 +564,10 @@ func writeABDiff(c *cli.Context, src *replaySource, original, base, originalCP s
 		}
 		out = append(append(out, line...), '\n')
 	}
-	if err := appendFileSync(filepath.Join(src.dispatchDir, "replay-diff.jsonl"), out); err != nil {
+	if err := replay.AppendFileSync(filepath.Join(src.dispatchDir, "replay-diff.jsonl"), out); err != nil {
 		return abDiff{}, err
 	}
 	return d, nil
-}
-
-// appendFileSync appends data in one write and syncs it.
-func appendFileSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 func abSessionsHint(attempts []replay.Attempt) []string {
@@ -617,13 +599,9 @@ func replayDiffRun(c *cli.Context) error {
 		return usageErrorf("replay diff takes one PATH argument (a manifest, a dispatch directory or a scratch directory); got %d", c.NArg())
 	}
 	path := c.Args().First()
-	src, err := resolveReplaySource(c, path)
+	src, ix, err := openReplaySource(c, path)
 	if err != nil {
 		return err
-	}
-	ix, err := manifest.Open(src.manifest)
-	if err != nil {
-		return fmt.Errorf("%s: %w", src.manifest, err)
 	}
 	attempts, err := replay.LoadAttempts(ix, src.lookup, time.Local)
 	ix.Close()

@@ -66,13 +66,9 @@ func reportRun(c *cli.Context) error {
 	if real, err := filepath.EvalSymlinks(output); err == nil && !toStdout {
 		writeTo = real // a link to a page is rewritten through, and stays a link
 	}
-	src, err := resolveReplaySource(c, c.Args().First())
+	src, ix, err := openReplaySource(c, c.Args().First())
 	if err != nil {
 		return err
-	}
-	ix, err := manifest.Open(src.manifest)
-	if err != nil {
-		return fmt.Errorf("%s: %w", src.manifest, err)
 	}
 	defer ix.Close()
 	var notes []string

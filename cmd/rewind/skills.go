@@ -48,8 +48,12 @@ func skillsCommand() *cli.Command {
 	}
 }
 
-// skillsDir is --dir, else ~/.claude/skills.
+// skillsDir refuses arguments (the skills commands take none) and is --dir,
+// else ~/.claude/skills.
 func skillsDir(c *cli.Context) (string, error) {
+	if err := noArgs(c); err != nil {
+		return "", err
+	}
 	if d := c.String("dir"); d != "" {
 		abs, err := filepath.Abs(d)
 		if err != nil {
@@ -83,9 +87,6 @@ type skillJSON struct {
 
 func skillsInstall(c *cli.Context) error {
 	o := opts(c)
-	if err := noArgs(c); err != nil {
-		return err
-	}
 	dir, err := skillsDir(c)
 	if err != nil {
 		return err
@@ -138,9 +139,6 @@ var diffHeader = map[skills.State]string{
 
 func skillsDiff(c *cli.Context) error {
 	o := opts(c)
-	if err := noArgs(c); err != nil {
-		return err
-	}
 	dir, err := skillsDir(c)
 	if err != nil {
 		return err
