@@ -81,7 +81,13 @@ func (s Shadow) overrides() []string {
 		"index.sparse=false",
 		"feature.manyFiles=false",
 		"submodule.recurse=false",
+		// No network but what a command asks for itself (push and pull name
+		// file, ssh and https): a protocol.<name>.allow in the store's own
+		// config would win over protocol.allow alone.
 		"protocol.allow=never",
+		"protocol.ext.allow=never",
+		"protocol.git.allow=never",
+		"protocol.http.allow=never",
 		"color.ui=false",
 		"user.useConfigOnly=false",
 		"init.defaultBranch=rewind",

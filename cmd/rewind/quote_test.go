@@ -30,7 +30,7 @@ func TestGitQuotePath(t *testing.T) {
 // of the same names, in ls-files -o.
 func TestGitQuotePathAsGit(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
+		t.Fatal("no git on PATH: rewind needs it")
 	}
 	dir := t.TempDir()
 	names := []string{"tab\there", "new\nline", "esc\x1b.txt", `quote".txt`, `back\slash`, "bad\xffutf8", "café", "bell\a", "cr\r"}
