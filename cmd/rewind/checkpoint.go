@@ -123,6 +123,13 @@ func openStore(c *cli.Context) (*checkpoint.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	setUpStore(c, s)
+	return s, nil
+}
+
+// setUpStore gives an opened store the command's warnings, clock and lock wait.
+func setUpStore(c *cli.Context, s *checkpoint.Store) {
+	o := opts(c)
 	s.Warn = func(msg string) { o.warnf("%s", msg) }
 	if o.NowSet {
 		s.Now = o.Now
@@ -130,7 +137,6 @@ func openStore(c *cli.Context) (*checkpoint.Store, error) {
 	if c.IsSet("wait") {
 		s.Wait = c.Duration("wait")
 	}
-	return s, nil
 }
 
 // openStoreReadOnly opens the store for a command that only reads it (list,
@@ -142,13 +148,7 @@ func openStoreReadOnly(c *cli.Context) (*checkpoint.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.Warn = func(msg string) { o.warnf("%s", msg) }
-	if o.NowSet {
-		s.Now = o.Now
-	}
-	if c.IsSet("wait") {
-		s.Wait = c.Duration("wait")
-	}
+	setUpStore(c, s)
 	if s.Foreign != "" {
 		o.notef("note: the store %s belongs to work tree %s, not %s; reading it only (to make it this work tree's: %s)",
 			s.Dir, s.Foreign, s.WorkTree, adoptCommand(s.Dir, s.Foreign))
