@@ -144,6 +144,9 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	// Files changed from here on may have been hashed in the same second as
 	// their change; see the end.
 	start := time.Now()
+	// A directory changed from a second before the capture began on may have
+	// changed while git listed it: the listing cache keeps it to list again.
+	dirsSince := dirRacyCut(start)
 	if err := s.writeExcludes(); err != nil {
 		return nil, err
 	}
@@ -159,8 +162,18 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	g := s.git()
 	var h *held
 	var indexed, differ []byte
-	stamp, cached := s.readStatCache()
-	jobs := []func() error{func() (err error) { h, err = s.hold(ctx); return err }}
+	var cached *statCache
+	var trusted bool
+	var listing *listCache
+	parallel(
+		func() error { cached = s.readStatCache(); return nil },
+		func() error {
+			if trusted = s.dirCacheTrusted(); trusted {
+				listing = s.readListCache()
+			}
+			return nil
+		})
+	jobs := []func() error{func() (err error) { h, err = s.hold(ctx, listing, trusted); return err }}
 	if cached == nil {
 		jobs = append(jobs,
 			func() (err error) { indexed, err = g.Run(ctx, "ls-files", "-z", "--cached"); return err },
@@ -175,31 +188,46 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	for _, n := range h.notes {
 		s.warn("%s", n)
 	}
-	inIndex := map[string]bool{}
-	changed := map[string]bool{}
-	var unchanged func(p string, k statKey) bool
+	// Paths in order, as the index and the stat cache hold theirs, so that
+	// the two are compared in one pass.
+	paths := h.paths
+	if !sort.StringsAreSorted(paths) {
+		paths = append([]string(nil), paths...)
+		sort.Strings(paths)
+	}
+	var inIndex []string // the index's paths, in order
+	var unchanged func(i int, k statKey) bool
 	if cached != nil {
-		for p := range cached {
-			inIndex[p] = true
+		inIndex = cached.paths
+		prior := make([]statKey, len(paths)) // what the cache holds of paths[i], or zero
+		j := 0
+		for i, p := range paths {
+			for j < len(inIndex) && inIndex[j] < p {
+				j++
+			}
+			if j < len(inIndex) && inIndex[j] == p {
+				prior[i] = cached.keys[j]
+			}
 		}
-		unchanged = func(p string, k statKey) bool {
-			old, ok := cached[p]
-			return ok && old == k && k != statKey{}
-		}
+		unchanged = func(i int, k statKey) bool { return k != statKey{} && prior[i] == k }
 	} else {
-		for _, p := range splitNul(indexed) {
-			inIndex[p] = true
+		inIndex = splitNul(indexed)
+		sort.Strings(inIndex)
+		listed := make(map[string]bool, len(inIndex))
+		for _, p := range inIndex {
+			listed[p] = true
 		}
+		changed := map[string]bool{}
 		for _, p := range splitNul(differ) {
 			changed[p] = true
 		}
-		unchanged = func(p string, _ statKey) bool { return inIndex[p] && !changed[p] }
+		unchanged = func(i int, _ statKey) bool { return listed[paths[i]] && !changed[paths[i]] }
 	}
-	gitexec.TraceStep(fmt.Sprintf("listing (stat cache used: %v)", cached != nil), start)
+	gitexec.TraceStep(fmt.Sprintf("listing (by %s; stat cache used: %v)", h.listedBy, cached != nil), start)
 	s.dirOK.Clear()
 	walk := time.Now()
-	keep, skipped := s.classify(h.paths, maxSize, unchanged)
-	gitexec.TraceStep(fmt.Sprintf("stat walk of %d paths", len(h.paths)), walk)
+	keep, skipped := s.classify(paths, maxSize, unchanged)
+	gitexec.TraceStep(fmt.Sprintf("stat walk of %d paths", len(paths)), walk)
 	skipped = append(skipped, h.unreadable...)
 	c := &capture{skipped: skipped, files: len(keep), held: h}
 	want := make(map[string]bool, len(keep))
@@ -220,8 +248,12 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	// limit, a path that became a directory) is dropped, so the tree is
 	// exactly what the rule holds.
 	var remove []string
-	for p := range inIndex {
-		if !want[p] {
+	j := 0
+	for _, p := range inIndex { // both in order
+		for j < len(keep) && keep[j].path < p {
+			j++
+		}
+		if j == len(keep) || keep[j].path != p {
 			remove = append(remove, p)
 		}
 	}
@@ -237,11 +269,17 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			return nil, err
 		}
 	}
-	out, err := g.Run(ctx, "write-tree")
-	if err != nil {
-		return nil, err
+	if cached != nil && cached.tree != "" && len(update) == 0 && len(remove) == 0 {
+		// the index is the one the stat cache describes, unchanged: so is
+		// its tree
+		c.tree = cached.tree
+	} else {
+		out, err := g.Run(ctx, "write-tree")
+		if err != nil {
+			return nil, err
+		}
+		c.tree = strings.TrimSpace(string(out))
 	}
-	c.tree = strings.TrimSpace(string(out))
 	// git compares whole-second times here: a file rewritten at the same size
 	// in the second it was hashed (its mtime even set back) would look
 	// unchanged to every later checkpoint. Entries of files whose status
@@ -275,29 +313,73 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	// The stat cache now: every path the index holds (those kept, less the
 	// racy ones), with what the walk saw of it before any was hashed. Left
 	// alone when nothing changed and the index is as it was.
-	if now, err := indexStamp(s.indexFile()); len(update) > 0 || len(remove) > 0 || len(racy) > 0 || cached == nil || err != nil || !bytes.Equal(now, stamp) {
+	tree := c.tree
+	if len(racy) > 0 {
+		tree = "" // the index no longer holds the racy files: its tree is not c.tree
+	}
+	if now, err := indexStamp(s.indexFile()); len(update) > 0 || len(remove) > 0 || len(racy) > 0 || cached == nil || err != nil || !bytes.Equal(now, cached.stamp) || tree != cached.tree {
 		left := map[string]bool{}
 		for _, p := range racy {
 			left[p] = true
 		}
-		entries := make(map[string]statKey, len(keep))
+		paths := make([]string, 0, len(keep))
+		keys := make([]statKey, 0, len(keep))
 		for _, v := range keep {
 			if !left[v.path] {
-				entries[v.path] = v.key
+				paths, keys = append(paths, v.path), append(keys, v.key)
 			}
 		}
-		s.writeStatCache(entries)
+		s.writeStatCache(paths, keys, tree)
 	}
 	gitexec.TraceStep(fmt.Sprintf("recent changes re-checked (%d left the index)", len(racy)), recheck)
-	var unread []Skipped
 	scan := time.Now()
-	if c.meta, unread, err = s.buildMeta(ctx, h, keep); err != nil {
+	unread, err := s.buildMeta(ctx, c, h, keep, listing, trusted, dirsSince)
+	if err != nil {
 		return nil, err
 	}
-	gitexec.TraceStep("permission bits and empty directories", scan)
 	c.skipped = append(c.skipped, unread...)
+	gitexec.TraceStep("permission bits and empty directories", scan)
 	return c, nil
 }
+
+// buildMeta records in c what a git tree cannot hold (permission bits,
+// directories without files: meta.go), and writes the listing cache for the
+// next capture. With the listing all from the cache, and the kept files in
+// the same directories, the directories are the cache's: none is read.
+func (s *Store) buildMeta(ctx context.Context, c *capture, h *held, keep []verdict, listing *listCache, trusted bool, since time.Time) ([]Skipped, error) {
+	parents := parentsDigest(keep)
+	if h.fromCache && bytes.Equal(listing.parents, parents) {
+		c.meta = newMeta(h, keep, listing.dirPerms, listing.empty)
+		return nil, nil
+	}
+	found, empty, unread, err := s.metaDirs(ctx, h, keep, since)
+	if err != nil {
+		return nil, err
+	}
+	perms := make(map[string]os.FileMode, len(found))
+	keys := make(map[string]dirKeys, len(found))
+	for d, f := range found {
+		perms[d], keys[d] = f.perm, f.keys
+	}
+	c.meta = newMeta(h, keep, perms, empty)
+	if !trusted {
+		s.writeListCache(nil)
+		return unread, nil
+	}
+	if h.inputs == nil || len(h.repos) != 1 || len(h.opaque) > 0 || len(h.unreadable) > 0 || len(unread) > 0 {
+		s.writeListCache(nil)
+		return unread, nil
+	}
+	s.writeListCache(&listCache{inputs: h.inputs, paths: h.paths, tracked: h.tracked, dirs: keys,
+		parents: parents, empty: empty, dirPerms: perms})
+	return unread, nil
+}
+
+// dirRacyCut is the time from which a directory's change makes the listing
+// cache list it again: a second before the second the capture began, so that
+// whole-second times and a clock read a tick late are covered. (A test moves
+// it to the capture's start, to see the cache used between quick steps.)
+var dirRacyCut = func(start time.Time) time.Time { return start.Truncate(time.Second).Add(-time.Second) }
 
 // prewriteMin is the number of files to hash from which prewrite pays for its
 // extra processes.
@@ -348,7 +430,7 @@ func (s *Store) prewrite(ctx context.Context, files []verdict) {
 // under the limit and readable) and the skipped ones to report; the rest (gone,
 // or not files) are left out. Stat calls run in parallel:
 // this is the one walk a checkpoint costs.
-func (s *Store) classify(paths []string, maxSize int64, unchanged func(string, statKey) bool) (keep []verdict, skipped []Skipped) {
+func (s *Store) classify(paths []string, maxSize int64, unchanged func(int, statKey) bool) (keep []verdict, skipped []Skipped) {
 	verdicts := make([]verdict, len(paths))
 	// Runs of paths in one directory (git lists a directory's files
 	// together), of at most 256 so that a flat tree still spreads over the
@@ -368,10 +450,15 @@ func (s *Store) classify(paths []string, maxSize int64, unchanged func(string, s
 		i = j
 	}
 	forEach(len(runs), func(r int) {
+		if s.notADir(runs[r].dir) {
+			// below a symlink or a file: git refuses the paths ("beyond a
+			// symbolic link"), and the symlink itself is captured as one
+			return
+		}
 		ds := openDirStat(s.WorkTree + "/" + runs[r].dir)
 		defer ds.close()
 		for i := runs[r].start; i < runs[r].end; i++ {
-			verdicts[i] = s.judge(paths[i], maxSize, unchanged, ds)
+			verdicts[i] = s.judge(paths[i], i, maxSize, unchanged, ds)
 		}
 	})
 	for i, v := range verdicts {
@@ -403,18 +490,15 @@ type verdict struct {
 // judge looks at one path; unchanged says whether the store's index holds it
 // as it is, given its stat (then it is not read again, so the readability
 // check is spared: a chmod or an ACL change moves the ctime).
-func (s *Store) judge(rel string, maxSize int64, unchanged func(string, statKey) bool, ds dirStat) (v verdict) {
-	if hasGitComponent(rel) || s.symlinkParent(rel) {
-		// below a symlink: git refuses the path ("beyond a symbolic link"),
-		// and the symlink itself is captured as a symlink
+func (s *Store) judge(rel string, i int, maxSize int64, unchanged func(int, statKey) bool, ds dirStat) (v verdict) {
+	switch gitComponent(rel) {
+	case gitExact:
+		return v // inside a .git directory: never captured
+	case gitFolded:
+		v.skip = &Skipped{Path: rel, Why: refusedName(rel)}
 		return v
 	}
-	if why := refusedName(rel); why != "" {
-		v.skip = &Skipped{Path: rel, Why: why}
-		return v
-	}
-	full := s.WorkTree + "/" + rel // rel is clean, and never empty
-	fi, err := ds.lstat(full, path.Base(rel))
+	fi, err := ds.look(s.WorkTree, rel)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return v // gone: update-index --remove drops it
@@ -422,23 +506,23 @@ func (s *Store) judge(rel string, maxSize int64, unchanged func(string, statKey)
 		v.skip = &Skipped{Path: rel, Why: "cannot be read: " + errText(err)}
 		return v
 	}
-	v.perm, v.changed, v.key = fi.Mode().Perm(), later(ctime(fi), fi.ModTime()), keyOf(fi)
-	v.unchanged = unchanged(rel, v.key)
+	v.perm, v.changed, v.key = fi.mode.Perm(), fi.changed, fi.key
+	v.unchanged = unchanged(i, v.key)
 	switch {
-	case fi.Mode()&os.ModeSymlink != 0 && strings.EqualFold(path.Base(rel), ".gitmodules"):
+	case fi.mode&os.ModeSymlink != 0 && strings.EqualFold(path.Base(rel), ".gitmodules"):
 		v.skip = &Skipped{Path: rel, Why: "git cannot store a symlink named .gitmodules"}
-	case fi.Mode()&os.ModeSymlink != 0:
+	case fi.mode&os.ModeSymlink != 0:
 		v.keep = true
-	case fi.IsDir():
+	case fi.mode.IsDir():
 		// a tracked path that is now a directory: its files are listed
-	case !fi.Mode().IsRegular():
-		v.skip = &Skipped{Path: rel, Why: fmt.Sprintf("not a file git can store (%s)", fi.Mode().Type())}
-	case maxSize > 0 && fi.Size() > maxSize:
-		v.skip = &Skipped{Path: rel, Why: fmt.Sprintf("over the size limit (%d bytes)", fi.Size())}
-	case !v.unchanged && unix.Access(full, unix.R_OK) != nil:
+	case !fi.mode.IsRegular():
+		v.skip = &Skipped{Path: rel, Why: fmt.Sprintf("not a file git can store (%s)", fi.mode.Type())}
+	case maxSize > 0 && fi.size > maxSize:
+		v.skip = &Skipped{Path: rel, Why: fmt.Sprintf("over the size limit (%d bytes)", fi.size)}
+	case !v.unchanged && unix.Access(s.WorkTree+"/"+rel, unix.R_OK) != nil:
 		v.skip = &Skipped{Path: rel, Why: "unreadable"}
 	default:
-		v.keep, v.regular, v.size = true, true, fi.Size()
+		v.keep, v.regular, v.size = true, true, fi.size
 	}
 	return v
 }
@@ -464,16 +548,19 @@ func refusedName(rel string) string {
 
 // symlinkParent reports whether a directory above rel is a symlink (or not a
 // directory at all), as when a captured directory was replaced by a symlink.
-// Answers are cached per directory: classify asks once per file.
-func (s *Store) symlinkParent(rel string) bool {
-	d := path.Dir(rel)
+func (s *Store) symlinkParent(rel string) bool { return s.notADir(path.Dir(rel)) }
+
+// notADir reports whether d ("." the work tree) or a directory above it is a
+// symlink or not a directory. Answers are cached per directory: classify and
+// the restore ask for many files of one directory.
+func (s *Store) notADir(d string) bool {
 	if d == "." {
 		return false
 	}
 	if v, ok := s.dirOK.Load(d); ok {
 		return !v.(bool)
 	}
-	bad := s.symlinkParent(d)
+	bad := s.notADir(path.Dir(d))
 	if !bad {
 		fi, err := os.Lstat(filepath.Join(s.WorkTree, d))
 		bad = err == nil && !fi.IsDir()
@@ -484,13 +571,34 @@ func (s *Store) symlinkParent(rel string) bool {
 
 // hasGitComponent reports whether a path lies inside a .git directory: those are
 // never captured, a nested repository's included.
-func hasGitComponent(rel string) bool {
-	for part := range strings.SplitSeq(rel, "/") {
-		if part == ".git" {
-			return true
+func hasGitComponent(rel string) bool { return gitComponent(rel) == gitExact }
+
+const (
+	gitNone   = iota
+	gitExact  // a component is ".git"
+	gitFolded // a component is ".git" in another case (".GIT"): git refuses it
+)
+
+// gitComponent looks for a component named .git in any case, without
+// allocating: classify asks it of every path.
+func gitComponent(rel string) int {
+	found := gitNone
+	for start := 0; start <= len(rel); {
+		end := strings.IndexByte(rel[start:], '/')
+		if end < 0 {
+			end = len(rel)
+		} else {
+			end += start
 		}
+		if part := rel[start:end]; len(part) == 4 && strings.EqualFold(part, ".git") {
+			if part == ".git" {
+				return gitExact
+			}
+			found = gitFolded
+		}
+		start = end + 1
 	}
-	return false
+	return found
 }
 
 // forEach calls fn(0) to fn(n-1) from a few goroutines, for work that waits

@@ -32,11 +32,15 @@ func keyOf(fi os.FileInfo) statKey {
 			uid: uint64(st.Uid), gid: uint64(st.Gid),
 		}
 	case *unix.Stat_t:
-		return statKey{
-			dev: uint64(st.Dev), ino: st.Ino, mode: uint64(st.Mode), size: uint64(st.Size),
-			mtime: uint64(st.Mtim.Sec)*1e9 + uint64(st.Mtim.Nsec), ctime: uint64(st.Ctim.Sec)*1e9 + uint64(st.Ctim.Nsec),
-			uid: uint64(st.Uid), gid: uint64(st.Gid),
-		}
+		return keyOfStat(st)
 	}
 	return statKey{}
+}
+
+func keyOfStat(st *unix.Stat_t) statKey {
+	return statKey{
+		dev: uint64(st.Dev), ino: st.Ino, mode: uint64(st.Mode), size: uint64(st.Size),
+		mtime: uint64(st.Mtim.Sec)*1e9 + uint64(st.Mtim.Nsec), ctime: uint64(st.Ctim.Sec)*1e9 + uint64(st.Ctim.Nsec),
+		uid: uint64(st.Uid), gid: uint64(st.Gid),
+	}
 }

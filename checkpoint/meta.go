@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -129,18 +130,16 @@ func parseMetaTrailer(m **meta, key, value string) bool {
 	return true
 }
 
-// buildMeta records the permission bits of the kept files and of every
-// directory above them, and the directories that hold none of them (found by
-// reading each such directory: a subdirectory that holds no kept file and
-// that the rule does not ignore is recorded, and read in turn).
-func (s *Store) buildMeta(ctx context.Context, h *held, kept []verdict) (*meta, []Skipped, error) {
-	m := &meta{perms: map[string]os.FileMode{}}
-	filePerms := map[string]os.FileMode{}
+// metaDirs finds the directories a checkpoint records: every directory above
+// a kept file, and those that hold none (found by reading each such
+// directory: a subdirectory that holds no kept file and that the rule does
+// not ignore is recorded, and read in turn). It returns each directory found
+// with its permission bits and its keys for the listing cache (stat data
+// taken now, racy ones marked: see dirKeysOf), and the directories holding
+// no kept file.
+func (s *Store) metaDirs(ctx context.Context, h *held, kept []verdict, since time.Time) (found map[string]dirFound, empty []string, skipped []Skipped, err error) {
 	dirs := map[string]bool{"": true}
 	for _, v := range kept {
-		if v.regular {
-			filePerms[v.path] = v.perm
-		}
 		for d := path.Dir(v.path); d != "."; d = path.Dir(d) {
 			if dirs[d] {
 				break
@@ -148,9 +147,7 @@ func (s *Store) buildMeta(ctx context.Context, h *held, kept []verdict) (*meta, 
 			dirs[d] = true
 		}
 	}
-	var skipped []Skipped
 	// Directories without a kept file, level by level.
-	var empty []string
 	level := sortedKeys(dirs)
 	for len(level) > 0 {
 		// The directories of a level are read side by side; what each
@@ -180,7 +177,7 @@ func (s *Store) buildMeta(ctx context.Context, h *held, kept []verdict) (*meta, 
 		if len(candidates) > 0 {
 			ignored, err := s.ignoredNow(ctx, h, candidates, true)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			for _, c := range candidates {
 				if !ignored[c] {
@@ -193,32 +190,37 @@ func (s *Store) buildMeta(ctx context.Context, h *held, kept []verdict) (*meta, 
 		level = next
 	}
 	sort.Strings(empty)
-	m.dirs = empty
+	dirList := sortedKeys(dirs)
+	looks := make([]dirFound, len(dirList))
+	forEach(len(dirList), func(i int) { looks[i] = s.lookAtDir(dirList[i], since) })
+	found = make(map[string]dirFound, len(dirList))
+	for i, d := range dirList {
+		if looks[i].ok {
+			found[d] = looks[i]
+		}
+	}
+	return found, empty, skipped, nil
+}
+
+// newMeta records the permission bits of the kept files and of the
+// directories found, the directories holding no kept file, and the nested
+// repositories.
+func newMeta(h *held, kept []verdict, dirPerms map[string]os.FileMode, empty []string) *meta {
+	m := &meta{perms: map[string]os.FileMode{}, dirs: empty}
 	for _, r := range h.repos {
 		if r != "" {
 			m.repos = append(m.repos, r)
 		}
 	}
 	sort.Strings(m.repos)
-	dirList := sortedKeys(dirs)
-	found := make([]os.FileMode, len(dirList))
-	forEach(len(dirList), func(i int) {
-		if fi, err := os.Lstat(filepath.Join(s.WorkTree, dirList[i])); err == nil && fi.IsDir() {
-			found[i] = fi.Mode().Perm() | os.ModeDir // ModeDir: it was found
-		}
-	})
-	dirPerms := map[string]os.FileMode{}
-	for i, d := range dirList {
-		if found[i] != 0 {
-			dirPerms[d] = found[i].Perm()
-		}
-	}
 	// The usual bits are the commonest ones, so that most checkpoints record
 	// no exception at all.
 	m.base = [3]os.FileMode{0o644, 0o755, 0o755}
 	counts := [3]map[os.FileMode]int{{}, {}, {}}
-	for _, perm := range filePerms {
-		counts[execIndex(perm)][perm]++
+	for _, v := range kept {
+		if v.regular {
+			counts[execIndex(v.perm)][v.perm]++
+		}
 	}
 	for _, perm := range dirPerms {
 		counts[2][perm]++
@@ -231,9 +233,9 @@ func (s *Store) buildMeta(ctx context.Context, h *held, kept []verdict) (*meta, 
 			}
 		}
 	}
-	for p, perm := range filePerms {
-		if perm != m.base[execIndex(perm)] {
-			m.perms[p] = perm
+	for _, v := range kept {
+		if v.regular && v.perm != m.base[execIndex(v.perm)] {
+			m.perms[v.path] = v.perm
 		}
 	}
 	for d, perm := range dirPerms {
@@ -241,7 +243,7 @@ func (s *Store) buildMeta(ctx context.Context, h *held, kept []verdict) (*meta, 
 			m.perms[d+"/"] = perm
 		}
 	}
-	return m, skipped, nil
+	return m
 }
 
 // readSubdirs returns the names of the directories in dir, sorted (os.ReadDir

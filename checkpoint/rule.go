@@ -3,12 +3,14 @@ package checkpoint
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/rewind-cli/rewind/gitexec"
@@ -46,6 +48,10 @@ type held struct {
 	private []string        // rewind's and the agents' own directories inside the work tree
 	notes   []string        // what the user should know (a .rewindignore not read, the store inside)
 
+	inputs    []byte // listingInputs' digest; nil when the listing cannot be cached
+	listedBy  string // how the paths were found (for REWIND_TRACE)
+	fromCache bool   // all from the listing cache
+
 	unreadable []Skipped // directories git could not list
 	opaque     []string  // repositories git answers nothing for below: submodules not checked out, repositories it does not trust
 }
@@ -53,10 +59,14 @@ type held struct {
 // unreadableDir is git's warning for a directory ls-files could not open.
 var unreadableDir = regexp.MustCompile(`^warning: could not open directory '(.*)': (.*)$`)
 
-// hold lists what a checkpoint of the work tree holds now.
-func (s *Store) hold(ctx context.Context) (*held, error) {
+// hold lists what a checkpoint of the work tree holds now. cache, when not
+// nil, is the listing cache (listcache.go) to take what it can from; trusted
+// says whether the directories' times may be trusted at all (then h.inputs
+// is set, for the cache the capture writes).
+func (s *Store) hold(ctx context.Context, cache *listCache, trusted bool) (*held, error) {
 	h := &held{tracked: map[string]bool{}}
-	h.ignore, h.notes = s.readRewindIgnore()
+	var rewindIgnore []byte
+	h.ignore, h.notes, rewindIgnore = s.readRewindIgnore()
 	if rel, ok := s.insideWorkTree(s.Dir); ok {
 		h.private = append(h.private, rel)
 		h.notes = append(h.notes, fmt.Sprintf("the store %s is inside the work tree; it is never captured nor touched by a restore", rel))
@@ -69,11 +79,44 @@ func (s *Store) hold(ctx context.Context) (*held, error) {
 			h.private = append(h.private, rel)
 		}
 	}
-	out, err := gitexec.Project{Dir: s.WorkTree}.Run(ctx, "rev-parse", "--is-inside-work-tree")
-	h.inRepo = err == nil && strings.TrimSpace(string(out)) == "true"
+	project := gitexec.Project{Dir: s.WorkTree}
+	var out, config []byte
+	var err, configErr error
+	parallel(
+		func() error {
+			out, err = project.Run(ctx, "rev-parse", "--is-inside-work-tree", "--git-path", "index", "--git-path", "info/exclude")
+			return nil
+		},
+		func() error {
+			if trusted {
+				config, configErr = project.Run(ctx, "config", "-z", "--list")
+			}
+			return nil
+		})
+	revParse := strings.Split(strings.TrimSpace(string(out)), "\n")
+	h.inRepo = err == nil && revParse[0] == "true"
 	if ge, ok := err.(*gitexec.Error); ok && strings.Contains(ge.Stderr, "dubious ownership") {
 		h.notes = append(h.notes, "the project's git does not trust this repository (another user owns it; see git's safe.directory): only the work tree's .gitignore files count")
 	}
+	if trusted && (!h.inRepo || configErr == nil) {
+		h.inputs = s.listingInputs(h, rewindIgnore, revParse, config)
+	}
+	if cache != nil && h.inputs != nil && bytes.Equal(cache.inputs, h.inputs) {
+		changed := s.changedDirs(cache)
+		switch {
+		case len(changed) == 0:
+			h.paths, h.tracked, h.repos, h.listedBy, h.fromCache = cache.paths, cache.tracked, []string{""}, "the listing cache", true
+			return h, nil
+		case changed[0] != "" && len(changed) <= maxRelisted:
+			ok, err := s.relist(ctx, h, cache, changed)
+			if err != nil || ok {
+				return h, err
+			}
+			// something the cache cannot hold came up: list it all
+			*h = held{tracked: map[string]bool{}, ignore: h.ignore, notes: h.notes, private: h.private, inRepo: h.inRepo, inputs: h.inputs}
+		}
+	}
+	h.listedBy = "git"
 	queue := []string{""}
 	for len(queue) > 0 {
 		root := queue[0]
@@ -83,24 +126,147 @@ func (s *Store) hold(ctx context.Context) (*held, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, e := range entries {
-			switch {
-			case e.repo && !e.tracked && h.excludedByRewind(e.path, true):
-				// an untracked one excluded whole (a default exclude,
-				// .rewindignore, the store)
-			case e.repo:
-				queue = append(queue, e.path)
-			case !e.tracked && h.excludedByRewind(e.path, false):
-			default:
-				if e.tracked {
-					h.tracked[e.path] = true
-				}
-				h.paths = append(h.paths, e.path)
-			}
-		}
+		var found []string
+		h.paths, found = h.add(h.paths, entries)
+		queue = append(queue, found...)
 	}
 	h.paths = dedupe(h.paths)
 	return h, nil
+}
+
+// maxRelisted is the most directories a capture lists again by pathspec;
+// past it, the whole tree.
+const maxRelisted = 64
+
+// add sorts listed entries into paths (and h.tracked) by the rule, and
+// returns the nested repositories found, to be listed by their own rules.
+func (h *held) add(paths []string, entries []listed) ([]string, []string) {
+	var repos []string
+	for _, e := range entries {
+		switch {
+		case e.repo && !e.tracked && h.excludedByRewind(e.path, true):
+			// an untracked one excluded whole (a default exclude,
+			// .rewindignore, the store)
+		case e.repo:
+			repos = append(repos, e.path)
+		case !e.tracked && (h.ignore.excluded(e.path, false) || h.privateOf(e.path) != ""):
+			// (git applied the default excludes: they come first on its
+			// command line)
+		default:
+			if e.tracked {
+				h.tracked[e.path] = true
+			}
+			paths = append(paths, e.path)
+		}
+	}
+	return paths, repos
+}
+
+// relist lists again, by pathspec, the directories that changed since the
+// cache's listing, and takes the rest from the cache. It reports false when
+// the listing found what the cache cannot hold (a repository, a directory it
+// could not read): then the caller lists the whole tree.
+func (s *Store) relist(ctx context.Context, h *held, cache *listCache, dirs []string) (bool, error) {
+	specs := make([]string, len(dirs))
+	for i, d := range dirs {
+		// no trailing slash: with one, git lists nothing below a nested
+		// repository, which must show up here (and send the caller to a
+		// full listing)
+		specs[i] = ":(literal)" + d
+	}
+	entries, err := s.listRepo(ctx, h, "", specs...)
+	if err != nil {
+		return false, err
+	}
+	for p := range cache.tracked {
+		if underAny(p, dirs) {
+			delete(cache.tracked, p)
+		}
+	}
+	h.tracked = cache.tracked
+	fresh, repos := h.add(nil, entries)
+	if len(repos) > 0 || len(h.unreadable) > 0 || len(h.opaque) > 0 {
+		return false, nil
+	}
+	h.paths = replaceUnder(cache.paths, dirs, fresh)
+	h.repos = []string{""}
+	h.listedBy = fmt.Sprintf("the listing cache and git for %d changed directories", len(dirs))
+	return true, nil
+}
+
+// listingInputs digests every input of the listing besides the directories
+// (the listing cache compares their stat data itself): the work tree, the
+// directories kept private, .rewindignore, and in a repository its index,
+// its config (every scope, includes resolved), info/exclude and the excludes
+// file the config names. nil: the listing cannot be cached.
+func (s *Store) listingInputs(h *held, rewindIgnore []byte, revParse []string, config []byte) []byte {
+	sum := sha256.New()
+	field := func(v string) { fmt.Fprintf(sum, "%d:%s\n", len(v), v) }
+	field(listCacheMagic)
+	field(s.WorkTree)
+	field(strings.Join(h.private, "\x00"))
+	field(strings.Join(h.notes, "\x00"))
+	field(string(rewindIgnore))
+	field(strconv.FormatBool(h.inRepo))
+	if h.inRepo {
+		if len(revParse) != 3 {
+			return nil
+		}
+		abs := func(p string) string {
+			if filepath.IsAbs(p) {
+				return p
+			}
+			return filepath.Join(s.WorkTree, p)
+		}
+		stamp, err := indexStamp(abs(revParse[1]))
+		if err != nil {
+			stamp = []byte("no index: " + errText(err))
+		}
+		field(string(stamp))
+		field(readOrWhy(abs(revParse[2])))
+		field(string(config))
+		excludes, ok := excludesFile(config)
+		if !ok {
+			return nil
+		}
+		field(readOrWhy(abs(excludes)))
+	}
+	return sum.Sum(nil)
+}
+
+// excludesFile is the excludes file git reads given its config (git config
+// -z --list): core.excludesFile (the last one), or the XDG default. false:
+// a path rewind cannot resolve as git would (~user/).
+func excludesFile(config []byte) (string, bool) {
+	file := ""
+	for _, entry := range bytes.Split(config, []byte{0}) {
+		key, value, _ := bytes.Cut(entry, []byte{'\n'})
+		if strings.EqualFold(string(key), "core.excludesfile") {
+			file = string(value)
+		}
+	}
+	home, _ := os.UserHomeDir()
+	switch {
+	case file == "":
+		if xdg := os.Getenv("XDG_CONFIG_HOME"); xdg != "" {
+			return filepath.Join(xdg, "git", "ignore"), true
+		}
+		return filepath.Join(home, ".config", "git", "ignore"), true
+	case strings.HasPrefix(file, "~/"):
+		return filepath.Join(home, file[2:]), true
+	case strings.HasPrefix(file, "~"):
+		return "", false
+	}
+	return file, true
+}
+
+// readOrWhy is a file's content, or why it has none, for a digest.
+func readOrWhy(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "unread: " + errText(err)
+	}
+	return "read: " + string(data)
 }
 
 type listed struct {
@@ -112,7 +278,7 @@ type listed struct {
 // listRepo lists one repository's files (the work tree's own when root is ""
 // and the work tree is not in a repository: a plain listing with its
 // .gitignore files only), relative to the work tree.
-func (s *Store) listRepo(ctx context.Context, h *held, root string) ([]listed, error) {
+func (s *Store) listRepo(ctx context.Context, h *held, root string, pathspecs ...string) ([]listed, error) {
 	args := []string{"ls-files", "-z", "-t", "-s", "--cached", "--others"}
 	for _, p := range DefaultExcludes {
 		// Command-line excludes come before every ignore file: an allow-list
@@ -125,6 +291,9 @@ func (s *Store) listRepo(ctx context.Context, h *held, root string) ([]listed, e
 			args = append(args, "--exclude=/"+escapeGlob(strings.TrimPrefix(strings.TrimPrefix(dir, root), "/"))+"/")
 		}
 	}
+	if len(pathspecs) > 0 {
+		args = append(append(args, "--"), pathspecs...)
+	}
 	var out []byte
 	var warnings string
 	var err error
@@ -135,9 +304,9 @@ func (s *Store) listRepo(ctx context.Context, h *held, root string) ([]listed, e
 		g := s.git()
 		g.IndexFile = s.scratchFile("list-index")
 		os.Remove(g.IndexFile)
-		out, warnings, err = g.RunWarn(ctx, append(args, "--exclude-per-directory=.gitignore")...)
+		out, warnings, err = g.RunWarn(ctx, withOption(args, "--exclude-per-directory=.gitignore")...)
 	} else {
-		out, warnings, err = gitexec.Project{Dir: filepath.Join(s.WorkTree, root)}.RunWarn(ctx, append(args, "--exclude-standard")...)
+		out, warnings, err = gitexec.Project{Dir: filepath.Join(s.WorkTree, root)}.RunWarn(ctx, withOption(args, "--exclude-standard")...)
 	}
 	if ge, ok := err.(*gitexec.Error); ok && root != "" && strings.Contains(ge.Stderr, "dubious ownership") {
 		// A nested repository another user owns: its own git will not read
@@ -202,6 +371,16 @@ func (s *Store) listRepo(ctx context.Context, h *held, root string) ([]listed, e
 		entries = kept
 	}
 	return entries, nil
+}
+
+// withOption inserts an option before the pathspecs ("--") of args.
+func withOption(args []string, opt string) []string {
+	for i, a := range args {
+		if a == "--" {
+			return append(append(append([]string{}, args[:i]...), opt), args[i:]...)
+		}
+	}
+	return append(args, opt)
 }
 
 // excludedByRewind reports whether the default excludes or .rewindignore
@@ -303,28 +482,28 @@ func exitedWith(err error, code int) bool {
 
 // readRewindIgnore reads the work tree's .rewindignore: a regular file only
 // (never through a symlink, never a fifo or device), up to rewindIgnoreMax.
-func (s *Store) readRewindIgnore() (ignorePatterns, []string) {
+func (s *Store) readRewindIgnore() (ignorePatterns, []string, []byte) {
 	full := filepath.Join(s.WorkTree, ".rewindignore")
 	fi, err := os.Lstat(full)
 	switch {
 	case err != nil:
-		return nil, nil
+		return nil, nil, nil
 	case !fi.Mode().IsRegular():
-		return nil, []string{fmt.Sprintf(".rewindignore is not a regular file (%s); it is not read", fi.Mode().Type())}
+		return nil, []string{fmt.Sprintf(".rewindignore is not a regular file (%s); it is not read", fi.Mode().Type())}, nil
 	case fi.Size() > rewindIgnoreMax:
-		return nil, []string{fmt.Sprintf(".rewindignore is over %d bytes; it is not read", rewindIgnoreMax)}
+		return nil, []string{fmt.Sprintf(".rewindignore is over %d bytes; it is not read", rewindIgnoreMax)}, nil
 	}
 	f, err := os.OpenFile(full, os.O_RDONLY|syscallNoFollow, 0)
 	if err != nil {
-		return nil, []string{fmt.Sprintf(".rewindignore cannot be read: %v", err)}
+		return nil, []string{fmt.Sprintf(".rewindignore cannot be read: %v", err)}, nil
 	}
 	defer f.Close()
 	data := make([]byte, rewindIgnoreMax+1)
 	n, _ := readFull(f, data)
 	if n > rewindIgnoreMax {
-		return nil, []string{fmt.Sprintf(".rewindignore is over %d bytes; it is not read", rewindIgnoreMax)}
+		return nil, []string{fmt.Sprintf(".rewindignore is over %d bytes; it is not read", rewindIgnoreMax)}, nil
 	}
-	return parseIgnore(data[:n]), nil
+	return parseIgnore(data[:n]), nil, data[:n]
 }
 
 // insideWorkTree returns dir relative to the work tree when it lies inside it.

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/rewind-cli/rewind/gitexec"
@@ -40,7 +39,7 @@ type statKey struct {
 	dev, ino, mode, size, mtime, ctime, uid, gid uint64
 }
 
-const statCacheMagic = "rewind stat cache 2\n"
+const statCacheMagic = "rewind stat cache 3\n"
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
@@ -70,23 +69,30 @@ func indexStamp(path string) ([]byte, error) {
 	return append(stamp, tail...), nil
 }
 
+// statCache is the cache: the paths of the store's index, sorted, each with
+// what the capture saw of it; the index's stamp; its tree ("" unknown).
+type statCache struct {
+	stamp []byte
+	tree  string
+	paths []string
+	keys  []statKey
+}
+
 // encodeStatCache renders the cache, small because it is written on every
-// checkpoint that changes something: magic, stamp, count, then the entries
-// in path order, each path as the length it shares with the one before and
-// the rest, and its eight fields as varints; last a CRC-32C of all that.
-func encodeStatCache(stamp []byte, entries map[string]statKey) []byte {
-	paths := make([]string, 0, len(entries))
-	for p := range entries {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	b := make([]byte, 0, 64+len(stamp)+len(paths)*48)
+// checkpoint that changes something: magic, stamp, tree, count, then the
+// entries in path order, each path as the length it shares with the one
+// before and the rest, and its eight fields as varints; last a CRC-32C of all
+// that.
+func encodeStatCache(c *statCache) []byte {
+	b := make([]byte, 0, 64+len(c.stamp)+len(c.paths)*48)
 	b = append(b, statCacheMagic...)
-	b = binary.AppendUvarint(b, uint64(len(stamp)))
-	b = append(b, stamp...)
-	b = binary.AppendUvarint(b, uint64(len(paths)))
+	b = binary.AppendUvarint(b, uint64(len(c.stamp)))
+	b = append(b, c.stamp...)
+	b = binary.AppendUvarint(b, uint64(len(c.tree)))
+	b = append(b, c.tree...)
+	b = binary.AppendUvarint(b, uint64(len(c.paths)))
 	prev := ""
-	for _, p := range paths {
+	for i, p := range c.paths {
 		shared := 0
 		for shared < len(p) && shared < len(prev) && p[shared] == prev[shared] {
 			shared++
@@ -94,7 +100,7 @@ func encodeStatCache(stamp []byte, entries map[string]statKey) []byte {
 		b = binary.AppendUvarint(b, uint64(shared))
 		b = binary.AppendUvarint(b, uint64(len(p)-shared))
 		b = append(b, p[shared:]...)
-		k := entries[p]
+		k := c.keys[i]
 		for _, v := range [8]uint64{k.dev, k.ino, k.mode, k.size, k.mtime, k.ctime, k.uid, k.gid} {
 			b = binary.AppendUvarint(b, v)
 		}
@@ -103,15 +109,16 @@ func encodeStatCache(stamp []byte, entries map[string]statKey) []byte {
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
 }
 
-// decodeStatCache parses a cache; any flaw makes it an error.
-func decodeStatCache(data []byte) (stamp []byte, entries map[string]statKey, err error) {
+// decodeStatCache parses a cache; any flaw (paths out of order included)
+// makes it an error.
+func decodeStatCache(data []byte) (*statCache, error) {
 	bad := errors.New("not a stat cache")
 	if len(data) < len(statCacheMagic)+4 || string(data[:len(statCacheMagic)]) != statCacheMagic {
-		return nil, nil, bad
+		return nil, bad
 	}
 	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
 	if crc32.Checksum(body, crcTable) != sum {
-		return nil, nil, bad
+		return nil, bad
 	}
 	rest := body[len(statCacheMagic):]
 	ok := true
@@ -124,68 +131,81 @@ func decodeStatCache(data []byte) (stamp []byte, entries map[string]statKey, err
 		rest = rest[n:]
 		return v
 	}
-	n := uvarint()
-	if !ok || n > uint64(len(rest)) {
-		return nil, nil, bad
+	bytesOf := func() []byte {
+		n := uvarint()
+		if !ok || n > uint64(len(rest)) {
+			ok = false
+			return nil
+		}
+		v := rest[:n]
+		rest = rest[n:]
+		return v
 	}
-	stamp, rest = bytes.Clone(rest[:n]), rest[n:]
+	c := &statCache{stamp: bytes.Clone(bytesOf()), tree: string(bytesOf())}
 	count := uvarint()
 	if !ok || count > uint64(len(rest))/10 { // an entry takes 10 bytes at least
-		return nil, nil, bad
+		return nil, bad
 	}
-	entries = make(map[string]statKey, count)
-	var path []byte
+	c.paths = make([]string, 0, count)
+	c.keys = make([]statKey, 0, count)
+	prev := ""
 	for i := uint64(0); i < count; i++ {
-		shared, tail := uvarint(), uvarint()
-		if !ok || shared > uint64(len(path)) || tail > uint64(len(rest)) {
-			return nil, nil, bad
+		shared := uvarint()
+		tail := bytesOf()
+		if !ok || shared > uint64(len(prev)) {
+			return nil, bad
 		}
-		path = append(path[:shared], rest[:tail]...)
-		rest = rest[tail:]
+		p := prev[:shared] + string(tail)
+		if i > 0 && p <= prev {
+			return nil, bad
+		}
 		var f [8]uint64
 		for j := range f {
 			f[j] = uvarint()
 		}
 		if !ok {
-			return nil, nil, bad
+			return nil, bad
 		}
-		entries[string(path)] = statKey{f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]}
+		c.paths = append(c.paths, p)
+		c.keys = append(c.keys, statKey{f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]})
+		prev = p
 	}
 	if len(rest) != 0 {
-		return nil, nil, bad
+		return nil, bad
 	}
-	return stamp, entries, nil
+	return c, nil
 }
 
-// readStatCache returns the cache's entries and the index's stamp when the
-// cache describes the store's index as it is now, else nil.
-func (s *Store) readStatCache() ([]byte, map[string]statKey) {
+// readStatCache returns the cache when it describes the store's index as it
+// is now, else nil.
+func (s *Store) readStatCache() *statCache {
 	if statCacheOff {
-		return nil, nil
+		return nil
 	}
 	data, err := os.ReadFile(s.statCacheFile())
 	if err != nil {
-		return nil, nil
+		return nil
 	}
-	stamp, entries, err := decodeStatCache(data)
+	c, err := decodeStatCache(data)
 	if err != nil {
-		return nil, nil
+		return nil
 	}
 	now, err := indexStamp(s.indexFile())
-	if err != nil || !bytes.Equal(now, stamp) {
-		return nil, nil
+	if err != nil || !bytes.Equal(now, c.stamp) {
+		return nil
 	}
-	return stamp, entries
+	return c
 }
 
-// writeStatCache records entries as the paths of the index as it is now.
-// Without an index (or on any failure) the old cache goes: it could only
-// describe another index, which its stamp would tell anyway.
-func (s *Store) writeStatCache(entries map[string]statKey) {
-	defer gitexec.TraceStep(fmt.Sprintf("stat cache written (%d paths)", len(entries)), time.Now())
+// writeStatCache records paths (sorted) and keys as the paths of the index
+// as it is now, and tree as its tree ("": not known). Without an index (or on
+// any failure) the old cache goes: it could only describe another index,
+// which its stamp would tell anyway.
+func (s *Store) writeStatCache(paths []string, keys []statKey, tree string) {
+	defer gitexec.TraceStep(fmt.Sprintf("stat cache written (%d paths)", len(paths)), time.Now())
 	stamp, err := indexStamp(s.indexFile())
 	if err == nil {
-		err = writeCache(s.statCacheFile(), encodeStatCache(stamp, entries))
+		err = writeCache(s.statCacheFile(), encodeStatCache(&statCache{stamp, tree, paths, keys}))
 	}
 	if err != nil {
 		os.Remove(s.statCacheFile())

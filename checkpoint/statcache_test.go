@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -15,43 +16,40 @@ import (
 )
 
 func TestStatCacheRoundTrip(t *testing.T) {
-	entries := map[string]statKey{
-		"a":            {1, 2, 0o100644, 3, 4, 5, 6, 7},
-		"dir/b c\nd":   {8, 9, 0o120777, 10, 11, 12, 13, 14},
-		"ünï/\x01name": {},
-	}
-	data := encodeStatCache([]byte("stamp"), entries)
-	stamp, got, err := decodeStatCache(data)
-	if err != nil || string(stamp) != "stamp" || len(got) != len(entries) {
-		t.Fatalf("decode = %q, %v, %v", stamp, got, err)
-	}
-	for p, k := range entries {
-		if got[p] != k {
-			t.Errorf("%q: %v, want %v", p, got[p], k)
-		}
+	want := &statCache{stamp: []byte("stamp"), tree: "tree",
+		paths: []string{"a", "dir/b c\nd", "ünï/\x01name"},
+		keys:  []statKey{{1, 2, 0o100644, 3, 4, 5, 6, 7}, {8, 9, 0o120777, 10, 11, 12, 13, 14}, {}}}
+	data := encodeStatCache(want)
+	got, err := decodeStatCache(data)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("decode = %+v, %v", got, err)
 	}
 	for i := range data {
 		bad := bytes.Clone(data)
 		bad[i] ^= 0x40
-		if _, _, err := decodeStatCache(bad); err == nil {
+		if _, err := decodeStatCache(bad); err == nil {
 			t.Fatalf("a flipped byte %d was not noticed", i)
 		}
 	}
-	if _, _, err := decodeStatCache(data[:len(data)-1]); err == nil {
+	if _, err := decodeStatCache(data[:len(data)-1]); err == nil {
 		t.Fatal("a torn cache was not noticed")
+	}
+	unordered := &statCache{paths: []string{"b", "a"}, keys: make([]statKey, 2)}
+	if _, err := decodeStatCache(encodeStatCache(unordered)); err == nil {
+		t.Fatal("paths out of order were not noticed")
 	}
 }
 
 func FuzzStatCache(f *testing.F) {
-	f.Add(encodeStatCache([]byte("s"), map[string]statKey{"a": {1, 2, 3, 4, 5, 6, 7, 8}}))
+	f.Add(encodeStatCache(&statCache{stamp: []byte("s"), tree: "t", paths: []string{"a"}, keys: []statKey{{1, 2, 3, 4, 5, 6, 7, 8}}}))
 	f.Add([]byte(statCacheMagic))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		stamp, entries, err := decodeStatCache(data)
+		c, err := decodeStatCache(data)
 		if err != nil {
 			return
 		}
-		again, entries2, err := decodeStatCache(encodeStatCache(stamp, entries))
-		if err != nil || !bytes.Equal(again, stamp) || len(entries2) != len(entries) {
+		again, err := decodeStatCache(encodeStatCache(c))
+		if err != nil || !reflect.DeepEqual(again, c) {
 			t.Fatalf("a decoded cache does not survive encoding: %v", err)
 		}
 	})

@@ -21,11 +21,11 @@ type Project struct {
 var ErrRefused = errors.New("refused: the project repository is read-only for rewind")
 
 // readOnly lists the subcommands Project allows. branch is allowed only as
-// "branch --show-current".
+// "branch --show-current", config only as "config -z --list".
 var readOnly = map[string]bool{
 	"rev-parse": true, "branch": true, "log": true, "show": true, "cat-file": true,
 	"ls-tree": true, "ls-files": true, "rev-list": true, "for-each-ref": true,
-	"diff-tree": true, "archive": true, "check-ignore": true,
+	"diff-tree": true, "archive": true, "check-ignore": true, "config": true,
 }
 
 // Run runs a read-only git subcommand in the project and returns its stdout.
@@ -80,6 +80,9 @@ func checkReadOnly(args []string) error {
 	}
 	if sub == "branch" && (len(args) != 2 || args[1] != "--show-current") {
 		return refuse("only --show-current is allowed")
+	}
+	if sub == "config" && (len(args) != 3 || args[1] != "-z" || args[2] != "--list") {
+		return refuse("only -z --list is allowed")
 	}
 	for _, a := range args[1:] {
 		if a == "--end-of-options" || a == "--" {

@@ -1,0 +1,335 @@
+package checkpoint
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The listing cache (rewind-listcache) spares a capture git's walk of the
+// work tree, the part of a checkpoint that costs what a `git status` costs
+// on top of the stat of every file. It is git's untracked cache done on
+// rewind's side of the rule: it holds what the last listing held (the paths,
+// which of them the project's git tracks), every directory that listing
+// walked with its stat data and its .gitignore's, and a digest of every other
+// input of the listing (listingInputs: the project's index, its config,
+// info/exclude, the excludes file, .rewindignore, the directories kept
+// private).
+//
+// A directory's entries cannot change without its stat data changing (the
+// mtime, or the ctime no tool can set back), nor its .gitignore's content
+// without that file's. So a capture stats the directories (a few thousand at
+// 100,000 files) and:
+//
+//   - when every input and every directory is as the cache holds it, the
+//     listing is the cache's (and so are the directories without files the
+//     checkpoint records, when the files kept lie in the same directories);
+//   - when some directories changed, git lists those subtrees only
+//     (pathspecs), and the rest is the cache's;
+//   - else (an input changed, the root changed, too many directories) git
+//     lists the whole tree, as without the cache.
+//
+// Exactness: the stat data recorded for a directory is trusted only when its
+// last change lies before the second, less one, in which the capture began:
+// a directory changed while (or just before) git read it is listed again
+// next time, whatever its times say (file systems with whole-second or
+// coarse clock times). A file system whose directories do not change their
+// times as entries come and go (network and FUSE file systems, some
+// others) never uses the cache: see dirCacheTrusted. Nested repositories,
+// submodules and unreadable directories make the listing uncached (their
+// inputs are other repositories'). The cache is read whole and checked (its
+// own checksum, then every input); one that fails is ignored, never an error.
+
+const listCacheMagic = "rewind listing cache 1\n"
+
+// dirKeys is what the cache compares of a directory: its own stat data and
+// its .gitignore's (zero when it has none).
+type dirKeys struct{ dir, ignore statKey }
+
+// racyKeys marks a directory to list again whatever its stat says.
+var racyKeys = dirKeys{dir: statKey{mode: 1}}
+
+type listCache struct {
+	inputs   []byte             // listingInputs' digest
+	paths    []string           // held paths, sorted
+	tracked  map[string]bool    // those the project's git tracks
+	dirs     map[string]dirKeys // every directory walked ("" the root)
+	parents  []byte             // digest of the directories holding kept files
+	empty    []string           // the directories holding none (meta.dirs)
+	dirPerms map[string]os.FileMode
+}
+
+// listCacheFile is the cache's file, or "" for a store capturing another
+// work tree into an index of its own (an arm), which keeps no cache.
+func (s *Store) listCacheFile() string {
+	if s.index != "" {
+		return ""
+	}
+	return s.scratchFile("listcache")
+}
+
+func (c *listCache) encode() []byte {
+	var b []byte
+	b = append(b, listCacheMagic...)
+	str := func(v string) {
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		b = append(b, v...)
+	}
+	key := func(k statKey) {
+		for _, v := range [8]uint64{k.dev, k.ino, k.mode, k.size, k.mtime, k.ctime, k.uid, k.gid} {
+			b = binary.AppendUvarint(b, v)
+		}
+	}
+	str(string(c.inputs))
+	str(string(c.parents))
+	b = binary.AppendUvarint(b, uint64(len(c.paths)))
+	prev := ""
+	for _, p := range c.paths {
+		shared := 0
+		for shared < len(p) && shared < len(prev) && p[shared] == prev[shared] {
+			shared++
+		}
+		b = binary.AppendUvarint(b, uint64(shared))
+		str(p[shared:])
+		if c.tracked[p] {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+		prev = p
+	}
+	dirs := make([]string, 0, len(c.dirs))
+	for d := range c.dirs {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	b = binary.AppendUvarint(b, uint64(len(dirs)))
+	for _, d := range dirs {
+		str(d)
+		key(c.dirs[d].dir)
+		key(c.dirs[d].ignore)
+		b = binary.AppendUvarint(b, uint64(c.dirPerms[d]))
+	}
+	b = binary.AppendUvarint(b, uint64(len(c.empty)))
+	for _, d := range c.empty {
+		str(d)
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+}
+
+var errNotListCache = errors.New("not a listing cache")
+
+func decodeListCache(data []byte) (*listCache, error) {
+	if len(data) < len(listCacheMagic)+4 || string(data[:len(listCacheMagic)]) != listCacheMagic {
+		return nil, errNotListCache
+	}
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, crcTable) != sum {
+		return nil, errNotListCache
+	}
+	rest := body[len(listCacheMagic):]
+	ok := true
+	uvarint := func() uint64 {
+		v, n := binary.Uvarint(rest)
+		if n <= 0 {
+			ok = false
+			return 0
+		}
+		rest = rest[n:]
+		return v
+	}
+	str := func() string {
+		n := uvarint()
+		if !ok || n > uint64(len(rest)) {
+			ok = false
+			return ""
+		}
+		v := string(rest[:n])
+		rest = rest[n:]
+		return v
+	}
+	key := func() (k statKey) {
+		f := [8]*uint64{&k.dev, &k.ino, &k.mode, &k.size, &k.mtime, &k.ctime, &k.uid, &k.gid}
+		for _, p := range f {
+			*p = uvarint()
+		}
+		return k
+	}
+	c := &listCache{tracked: map[string]bool{}, dirs: map[string]dirKeys{}, dirPerms: map[string]os.FileMode{}}
+	c.inputs = []byte(str())
+	c.parents = []byte(str())
+	n := uvarint()
+	if !ok || n > uint64(len(rest)) {
+		return nil, errNotListCache
+	}
+	c.paths = make([]string, 0, n)
+	prev := ""
+	for i := uint64(0); i < n && ok; i++ {
+		shared := uvarint()
+		tail := str()
+		if !ok || shared > uint64(len(prev)) || len(rest) == 0 {
+			return nil, errNotListCache
+		}
+		p := prev[:shared] + tail
+		if rest[0] == 1 {
+			c.tracked[p] = true
+		}
+		rest = rest[1:]
+		c.paths = append(c.paths, p)
+		prev = p
+	}
+	n = uvarint()
+	for i := uint64(0); i < n && ok; i++ {
+		d := str()
+		c.dirs[d] = dirKeys{key(), key()}
+		c.dirPerms[d] = os.FileMode(uvarint()) & os.ModePerm
+	}
+	n = uvarint()
+	for i := uint64(0); i < n && ok; i++ {
+		c.empty = append(c.empty, str())
+	}
+	if !ok || len(rest) != 0 {
+		return nil, errNotListCache
+	}
+	return c, nil
+}
+
+// readListCache returns the cache, or nil when there is none that can be
+// read.
+func (s *Store) readListCache() *listCache {
+	file := s.listCacheFile()
+	if file == "" {
+		return nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	c, err := decodeListCache(data)
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
+// writeListCache replaces the cache; without one (c nil, or a failure) the
+// old one goes, since it describes a listing that no longer is.
+func (s *Store) writeListCache(c *listCache) {
+	file := s.listCacheFile()
+	if file == "" {
+		return
+	}
+	if c == nil || writeCache(file, c.encode()) != nil {
+		os.Remove(file)
+	}
+}
+
+// dirFound is what a look at a directory found.
+type dirFound struct {
+	ok   bool // it is a directory
+	perm os.FileMode
+	keys dirKeys
+}
+
+// lookAtDir stats a directory and its .gitignore. One of them changed at or
+// after since gets racyKeys, so that the next capture lists it again.
+func (s *Store) lookAtDir(d string, since time.Time) dirFound {
+	full := filepath.Join(s.WorkTree, d)
+	fi, err := os.Lstat(full)
+	if err != nil || !fi.IsDir() {
+		return dirFound{keys: racyKeys}
+	}
+	f := dirFound{ok: true, perm: fi.Mode().Perm(), keys: dirKeys{dir: keyOf(fi)}}
+	if gi, err := os.Lstat(filepath.Join(full, ".gitignore")); err == nil {
+		f.keys.ignore = keyOf(gi)
+		if !later(ctime(gi), gi.ModTime()).Before(since) {
+			f.keys = racyKeys
+		}
+	}
+	if !later(ctime(fi), fi.ModTime()).Before(since) {
+		f.keys = racyKeys
+	}
+	return f
+}
+
+// changedDirs stats every directory the cache holds, side by side, and
+// returns those whose stat data (or whose .gitignore's) is not the cache's,
+// outermost only: a subtree listed again is listed whole.
+func (s *Store) changedDirs(c *listCache) []string {
+	dirs := make([]string, 0, len(c.dirs))
+	for d := range c.dirs {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	changed := make([]bool, len(dirs))
+	forEach(len(dirs), func(i int) {
+		// The racy cut is irrelevant here: a key is only compared.
+		k := s.lookAtDir(dirs[i], farFuture).keys
+		changed[i] = k != c.dirs[dirs[i]] || k == racyKeys
+	})
+	var out []string
+	for i, d := range dirs {
+		if !changed[i] {
+			continue
+		}
+		if d == "" {
+			return []string{""}
+		}
+		if len(out) > 0 && within(d, out[len(out)-1]) {
+			continue // sorted: an enclosing directory comes first
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+var farFuture = time.Unix(1<<40, 0)
+
+// parentsDigest identifies the set of directories holding the kept files:
+// with the directories unchanged, the same set means the same directories
+// holding none (metaDirs).
+func parentsDigest(kept []verdict) []byte {
+	set := map[string]bool{}
+	last := ""
+	for _, v := range kept {
+		d := path.Dir(v.path)
+		if d == last {
+			continue
+		}
+		last = d
+		set[d] = true
+	}
+	sum := sha256.Sum256([]byte(strings.Join(sortedKeys(set), "\x00")))
+	return sum[:]
+}
+
+// replaceUnder returns paths with every path under one of dirs removed and
+// fresh added, sorted and without repeats.
+func replaceUnder(paths []string, dirs []string, fresh []string) []string {
+	out := make([]string, 0, len(paths)+len(fresh))
+	for _, p := range paths {
+		if !underAny(p, dirs) {
+			out = append(out, p)
+		}
+	}
+	out = append(out, fresh...)
+	sort.Strings(out)
+	return dedupeSorted(out)
+}
+
+func dedupeSorted(paths []string) []string {
+	out := paths[:0]
+	for i, p := range paths {
+		if i == 0 || p != paths[i-1] {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,277 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rewind-cli/rewind/gitexec"
+)
+
+func TestListCacheRoundTrip(t *testing.T) {
+	want := &listCache{inputs: []byte("in"), parents: []byte("pa"),
+		paths:    []string{"a", "b/c", "b/d e\n"},
+		tracked:  map[string]bool{"b/c": true},
+		dirs:     map[string]dirKeys{"": {dir: statKey{1, 2, 3, 4, 5, 6, 7, 8}}, "b": racyKeys},
+		dirPerms: map[string]os.FileMode{"": 0o755, "b": 0o700},
+		empty:    []string{"b/x"}}
+	data := want.encode()
+	got, err := decodeListCache(data)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("decode = %+v, %v", got, err)
+	}
+	for i := range data {
+		bad := bytes.Clone(data)
+		bad[i] ^= 0x20
+		if _, err := decodeListCache(bad); err == nil {
+			t.Fatalf("a flipped byte %d was not noticed", i)
+		}
+	}
+}
+
+func FuzzListCache(f *testing.F) {
+	f.Add((&listCache{inputs: []byte("i"), paths: []string{"a"}, tracked: map[string]bool{},
+		dirs: map[string]dirKeys{"": {}}, dirPerms: map[string]os.FileMode{"": 0o755}}).encode())
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := decodeListCache(data)
+		if err != nil {
+			return
+		}
+		if _, err := decodeListCache(c.encode()); err != nil {
+			t.Fatalf("a decoded cache does not survive encoding: %v", err)
+		}
+	})
+}
+
+// TestListCacheSameCheckpoints takes a checkpoint of one project (a git
+// repository with .gitignore files at two levels) in two stores after every
+// step of random changes: new files and directories, deletions, renames,
+// directory bits, .gitignore rewritten in place at the same size, a new
+// .gitignore deeper down, .rewindignore, info/exclude and the excludes file
+// the config names, files tracked and untracked, a nested repository coming
+// and going. One store lists with the listing cache (trusting every
+// directory changed before the capture began, to see it used between quick
+// steps), the other is forced to the full walk, as on a file system judged
+// untrustworthy: both must hold the same tree and bits every time, and the
+// cache must have been used, whole and in part.
+func TestListCacheSameCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	withCache, wt := newStore(t)
+	without, err := Open(wt, filepath.Join(t.TempDir(), "without"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	without.Now = withCache.Now
+	if !withCache.dirCacheTrusted() {
+		t.Skip("the listing cache does not trust this file system")
+	}
+	defer func(cut func(time.Time) time.Time) { dirRacyCut = cut }(dirRacyCut)
+	dirRacyCut = func(start time.Time) time.Time { return start }
+
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	gitIn(t, wt, "init", "-q")
+	mustWrite(t, filepath.Join(wt, ".gitignore"), "*.log\nout/\n")
+	mustWrite(t, filepath.Join(wt, "src/.gitignore"), "*.tmp\n")
+	for i := 0; i < 20; i++ {
+		mustWrite(t, filepath.Join(wt, fmt.Sprintf("src/d%d/f%d.go", i%4, i)), fmt.Sprintf("package p // %d\n", i))
+	}
+	gitIn(t, wt, "add", "-A")
+
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewSource(seed))
+	t.Logf("seed %d", seed)
+	dir := func() string { return []string{"", "src", "src/d1", "src/d2/new", "top", "src/d3"}[rng.Intn(6)] }
+	file := func() string {
+		return filepath.Join(dir(), []string{"a.go", "b.log", "c.tmp", "d.txt", "out/e.go"}[rng.Intn(5)])
+	}
+	steps := []func() string{
+		func() string { p := file(); mustWrite(t, filepath.Join(wt, p), "new "+p); return "write " + p },
+		func() string { p := file(); os.RemoveAll(filepath.Join(wt, p)); return "remove " + p },
+		func() string { d := dir(); os.RemoveAll(filepath.Join(wt, d, "out")); return "remove " + d + "/out" },
+		func() string {
+			d := dir()
+			if d == "" {
+				return "nothing"
+			}
+			os.Rename(filepath.Join(wt, d), filepath.Join(wt, d+"-moved"))
+			return "rename " + d
+		},
+		func() string {
+			d := dir()
+			os.MkdirAll(filepath.Join(wt, d, "empty"), 0o755)
+			os.Chmod(filepath.Join(wt, d, "empty"), []os.FileMode{0o700, 0o755, 0o750}[rng.Intn(3)])
+			return "chmod " + d + "/empty"
+		},
+		func() string {
+			// same size: only the content and the times say it changed
+			p := filepath.Join(wt, ".gitignore")
+			data, _ := os.ReadFile(p)
+			if bytes.Contains(data, []byte("*.log")) {
+				data = bytes.Replace(data, []byte("*.log"), []byte("*.go "), 1)
+			} else {
+				data = bytes.Replace(data, []byte("*.go "), []byte("*.log"), 1)
+			}
+			os.WriteFile(p, data, 0o644)
+			return "rewrite .gitignore"
+		},
+		func() string {
+			mustWrite(t, filepath.Join(wt, "src/d1/.gitignore"), []string{"*.go\n", "!*.log\n", "a.*\n"}[rng.Intn(3)])
+			return "src/d1/.gitignore"
+		},
+		func() string {
+			mustWrite(t, filepath.Join(wt, ".rewindignore"), []string{"*.txt\n", "top/\n", ""}[rng.Intn(3)])
+			return ".rewindignore"
+		},
+		func() string {
+			mustWrite(t, filepath.Join(wt, ".git/info/exclude"), []string{"*.txt\n", "d.*\n", ""}[rng.Intn(3)])
+			return "info/exclude"
+		},
+		func() string {
+			mustWrite(t, filepath.Join(home, "excludes"), []string{"*.tmp\n", "!*.tmp\n"}[rng.Intn(2)])
+			gitIn(t, wt, "config", "core.excludesFile", "~/excludes")
+			return "core.excludesFile"
+		},
+		func() string { gitIn(t, wt, "add", "-A", "-f", "."); return "git add -A -f" },
+		func() string { gitIn(t, wt, "rm", "-r", "-q", "-f", "--cached", "--ignore-unmatch", "src/d1"); return "git rm --cached src/d1" },
+		func() string {
+			if _, err := os.Stat(filepath.Join(wt, "top/nested/.git")); err == nil {
+				os.RemoveAll(filepath.Join(wt, "top/nested"))
+				return "remove the nested repository"
+			}
+			mustWrite(t, filepath.Join(wt, "top/nested/n.go"), "nested")
+			gitIn(t, filepath.Join(wt, "top/nested"), "init", "-q")
+			gitIn(t, filepath.Join(wt, "top/nested"), "add", "-A")
+			gitIn(t, filepath.Join(wt, "top/nested"), "commit", "-q", "-m", "n")
+			return "a nested repository"
+		},
+	}
+	hits, partial := 0, 0
+	for step := 0; step < 60; step++ {
+		var did []string
+		if rng.Intn(2) == 0 && os.RemoveAll(filepath.Join(wt, "top/nested/.git")) == nil {
+			// a nested repository stays a step or two: while it is there,
+			// nothing is cached
+			did = append(did, "top/nested is no longer a repository")
+		}
+		for n := rng.Intn(3) + 1; n > 0; n-- {
+			// the first five (files and directories) come up half the time
+			i := rng.Intn(len(steps))
+			if rng.Intn(2) == 0 {
+				i = rng.Intn(5)
+			}
+			did = append(did, steps[i]())
+		}
+		// The edits' times lie before the capture begins (a clock tick can
+		// be a few milliseconds).
+		time.Sleep(15 * time.Millisecond)
+		var trace bytes.Buffer
+		gitexec.Trace = &trace
+		a, err := withCache.Create(ctx, CreateOptions{Reason: fmt.Sprint("step ", step), Source: "test"})
+		gitexec.Trace = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case strings.Contains(trace.String(), "by the listing cache;"):
+			hits++
+		case strings.Contains(trace.String(), "by the listing cache and git"):
+			partial++
+		}
+		dirCacheOff = true
+		b, err := without.Create(ctx, CreateOptions{Reason: fmt.Sprint("step ", step), Source: "test"})
+		dirCacheOff = false
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Checkpoint.Tree != b.Checkpoint.Tree || !sameMeta(a.Checkpoint.meta, b.Checkpoint.meta) {
+			diff, _ := withCache.git().Run(ctx, "diff-tree", "-r", "--name-status", b.Checkpoint.Tree, a.Checkpoint.Tree)
+			t.Fatalf("step %d (%s): with the listing cache tree %s %q, without %s %q\n%s", step, strings.Join(did, "; "),
+				a.Checkpoint.Tree, a.Checkpoint.meta.trailers(), b.Checkpoint.Tree, b.Checkpoint.meta.trailers(), diff)
+		}
+		if rng.Intn(3) == 0 {
+			// nothing changed: the whole listing from the cache
+			time.Sleep(15 * time.Millisecond)
+			gitexec.Trace = &trace
+			trace.Reset()
+			again, err := withCache.Create(ctx, CreateOptions{Reason: fmt.Sprint("again ", step), Source: "test"})
+			gitexec.Trace = nil
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(trace.String(), "by the listing cache;") {
+				hits++
+			}
+			if again.Checkpoint.Tree != a.Checkpoint.Tree || !sameMeta(again.Checkpoint.meta, a.Checkpoint.meta) {
+				t.Fatalf("step %d: nothing changed, but the tree went from %s to %s", step, a.Checkpoint.Tree, again.Checkpoint.Tree)
+			}
+		}
+		time.Sleep(15 * time.Millisecond)
+	}
+	t.Logf("listing cache: %d captures whole, %d in part", hits, partial)
+	if hits == 0 || partial == 0 {
+		t.Errorf("the listing cache was used whole %d times and in part %d times; want both", hits, partial)
+	}
+}
+
+// TestListCacheRacyDirectory checks the racy rule with the real cut: a
+// directory changed in the second a capture began is listed again by the next
+// capture, whatever its times say, and a file added to it then, within the
+// same second, is seen.
+func TestListCacheRacyDirectory(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	if !s.dirCacheTrusted() {
+		t.Skip("the listing cache does not trust this file system")
+	}
+	mustWrite(t, filepath.Join(wt, "d/a.txt"), "a")
+	if _, err := s.Create(ctx, CreateOptions{Reason: "one", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	c := s.readListCache()
+	if c == nil || c.dirs["d"] != racyKeys {
+		t.Fatalf("a directory written just before the capture was cached as %+v, want racy", c.dirs["d"])
+	}
+	mustWrite(t, filepath.Join(wt, "d/b.txt"), "b")
+	made, err := s.Create(ctx, CreateOptions{Reason: "two", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if made.Files != 2 {
+		t.Fatalf("the second capture holds %d files, want 2", made.Files)
+	}
+}
+
+// TestDirCacheTrustedProbe checks the verdict is kept per file system, and
+// that REWIND_DIR_CACHE=off turns the cache off.
+func TestDirCacheTrustedProbe(t *testing.T) {
+	s, _ := newStore(t)
+	if err := s.ensure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	first := s.dirCacheTrusted()
+	data, err := os.ReadFile(s.scratchFile("fscheck"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[bool]string{true: "trusted\n", false: "untrusted\n"}[first]; !strings.HasSuffix(string(data), " "+want) {
+		t.Fatalf("rewind-fscheck = %q, want it to end in %q", data, want)
+	}
+	// A verdict for another file system is not this one's.
+	os.WriteFile(s.scratchFile("fscheck"), []byte("1 other trusted\n"), 0o600)
+	if got := s.dirCacheTrusted(); got != first {
+		t.Fatalf("after a verdict for another file system: %v, want %v", got, first)
+	}
+	t.Setenv("REWIND_DIR_CACHE", "off")
+	if s.dirCacheTrusted() {
+		t.Fatal("REWIND_DIR_CACHE=off left the cache on")
+	}
+}
