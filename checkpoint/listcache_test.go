@@ -141,7 +141,10 @@ func TestListCacheSameCheckpoints(t *testing.T) {
 			return "core.excludesFile"
 		},
 		func() string { gitIn(t, wt, "add", "-A", "-f", "."); return "git add -A -f" },
-		func() string { gitIn(t, wt, "rm", "-r", "-q", "-f", "--cached", "--ignore-unmatch", "src/d1"); return "git rm --cached src/d1" },
+		func() string {
+			gitIn(t, wt, "rm", "-r", "-q", "-f", "--cached", "--ignore-unmatch", "src/d1")
+			return "git rm --cached src/d1"
+		},
 		func() string {
 			if _, err := os.Stat(filepath.Join(wt, "top/nested/.git")); err == nil {
 				os.RemoveAll(filepath.Join(wt, "top/nested"))
