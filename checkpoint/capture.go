@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -174,13 +175,12 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			return nil
 		})
 	jobs := []func() error{func() (err error) { h, err = s.hold(ctx, listing, trusted); return err }}
+	jobs = append(jobs, func() (err error) {
+		differ, err = g.Run(ctx, "diff-files", "-z", "--name-only", "--no-ext-diff")
+		return err
+	})
 	if cached == nil {
-		jobs = append(jobs,
-			func() (err error) { indexed, err = g.Run(ctx, "ls-files", "-z", "--cached"); return err },
-			func() (err error) {
-				differ, err = g.Run(ctx, "diff-files", "-z", "--name-only", "--no-ext-diff")
-				return err
-			})
+		jobs = append(jobs, func() (err error) { indexed, err = g.Run(ctx, "ls-files", "-z", "--cached"); return err })
 	}
 	if err := parallel(jobs...); err != nil {
 		return nil, err
@@ -197,6 +197,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	}
 	var inIndex []string // the index's paths, in order
 	var unchanged func(i int, k statKey) bool
+	var known func(i int) (statKey, bool)
 	if cached != nil {
 		inIndex = cached.paths
 		prior := make([]statKey, len(paths)) // what the cache holds of paths[i], or zero
@@ -209,6 +210,15 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 				prior[i] = cached.keys[j]
 			}
 		}
+		// What git found differs from the index is looked at; the rest is
+		// as the index, and so the cache, holds it.
+		looked := make([]bool, len(paths))
+		for _, p := range splitNul(differ) {
+			if i, ok := slices.BinarySearch(paths, p); ok {
+				looked[i] = true
+			}
+		}
+		known = func(i int) (statKey, bool) { return prior[i], prior[i] != statKey{} && !looked[i] }
 		unchanged = func(i int, k statKey) bool { return k != statKey{} && prior[i] == k }
 	} else {
 		inIndex = splitNul(indexed)
@@ -221,13 +231,14 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		for _, p := range splitNul(differ) {
 			changed[p] = true
 		}
+		known = func(int) (statKey, bool) { return statKey{}, false }
 		unchanged = func(i int, _ statKey) bool { return listed[paths[i]] && !changed[paths[i]] }
 	}
 	gitexec.TraceStep(fmt.Sprintf("listing (by %s; stat cache used: %v)", h.listedBy, cached != nil), start)
 	s.dirOK.Clear()
 	walk := time.Now()
-	keep, skipped := s.classify(paths, maxSize, unchanged)
-	gitexec.TraceStep(fmt.Sprintf("stat walk of %d paths", len(paths)), walk)
+	keep, skipped, looked := s.classify(paths, maxSize, known, unchanged)
+	gitexec.TraceStep(fmt.Sprintf("stat walk of %d paths (%d not as the index holds them)", len(paths), looked), walk)
 	skipped = append(skipped, h.unreadable...)
 	c := &capture{skipped: skipped, files: len(keep), held: h}
 	want := make(map[string]bool, len(keep))
@@ -430,7 +441,10 @@ func (s *Store) prewrite(ctx context.Context, files []verdict) {
 // under the limit and readable) and the skipped ones to report; the rest (gone,
 // or not files) are left out. Stat calls run in parallel:
 // this is the one walk a checkpoint costs.
-func (s *Store) classify(paths []string, maxSize int64, unchanged func(int, statKey) bool) (keep []verdict, skipped []Skipped) {
+// known(i) gives the stat data of paths[i] when git found it as the index
+// holds it (then it is not looked at again); unchanged(i, k) says whether
+// the index holds paths[i] as it is, given its stat data k.
+func (s *Store) classify(paths []string, maxSize int64, known func(int) (statKey, bool), unchanged func(int, statKey) bool) (keep []verdict, skipped []Skipped, looked int) {
 	verdicts := make([]verdict, len(paths))
 	// Runs of paths in one directory (git lists a directory's files
 	// together), of at most 256 so that a flat tree still spreads over the
@@ -449,18 +463,30 @@ func (s *Store) classify(paths []string, maxSize int64, unchanged func(int, stat
 		runs = append(runs, run{d, i, j})
 		i = j
 	}
+	var lookedAt atomic.Int64
 	forEach(len(runs), func(r int) {
 		if s.notADir(runs[r].dir) {
 			// below a symlink or a file: git refuses the paths ("beyond a
 			// symbolic link"), and the symlink itself is captured as one
 			return
 		}
-		ds := openDirStat(s.WorkTree + "/" + runs[r].dir)
-		defer ds.close()
+		var ds *dirStat
 		for i := runs[r].start; i < runs[r].end; i++ {
-			verdicts[i] = s.judge(paths[i], i, maxSize, unchanged, ds)
+			if k, ok := known(i); ok && (maxSize <= 0 || int64(k.size) <= maxSize) {
+				if verdicts[i], ok = verdictOf(k); ok {
+					continue
+				}
+			}
+			if ds == nil {
+				d := openDirStat(s.WorkTree + "/" + runs[r].dir)
+				defer d.close()
+				ds = &d
+			}
+			lookedAt.Add(1)
+			verdicts[i] = s.judge(paths[i], i, maxSize, unchanged, *ds)
 		}
 	})
+	keep = make([]verdict, 0, len(paths))
 	for i, v := range verdicts {
 		switch {
 		case v.keep:
@@ -470,7 +496,22 @@ func (s *Store) classify(paths []string, maxSize int64, unchanged func(int, stat
 			skipped = append(skipped, *v.skip)
 		}
 	}
-	return keep, skipped
+	return keep, skipped, int(lookedAt.Load())
+}
+
+// verdictOf is the verdict on a file kept as the index holds it, from its
+// stat data then; false for a type judge must look at.
+func verdictOf(k statKey) (verdict, bool) {
+	v := verdict{keep: true, unchanged: true, key: k, perm: os.FileMode(k.mode) & os.ModePerm,
+		changed: later(time.Unix(0, int64(k.ctime)), time.Unix(0, int64(k.mtime)))}
+	switch k.mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		v.regular, v.size = true, int64(k.size)
+	case unix.S_IFLNK:
+	default:
+		return verdict{}, false
+	}
+	return v, true
 }
 
 // verdict is what classify makes of a path.

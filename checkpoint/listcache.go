@@ -6,7 +6,6 @@ import (
 	"errors"
 	"hash/crc32"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -169,21 +168,22 @@ func decodeListCache(data []byte) (*listCache, error) {
 	if !ok || n > uint64(len(rest)) {
 		return nil, errNotListCache
 	}
-	c.paths = make([]string, 0, n)
-	prev := ""
+	var arena pathArena
+	tracked := make([]bool, 0, n)
 	for i := uint64(0); i < n && ok; i++ {
 		shared := uvarint()
-		tail := str()
-		if !ok || shared > uint64(len(prev)) || len(rest) == 0 {
+		tail := uvarint()
+		if !ok || tail > uint64(len(rest)) || !arena.add(shared, rest[:tail]) || len(rest) == int(tail) {
 			return nil, errNotListCache
 		}
-		p := prev[:shared] + tail
-		if rest[0] == 1 {
+		tracked = append(tracked, rest[tail] == 1)
+		rest = rest[tail+1:]
+	}
+	c.paths = arena.strings()
+	for i, p := range c.paths {
+		if tracked[i] {
 			c.tracked[p] = true
 		}
-		rest = rest[1:]
-		c.paths = append(c.paths, p)
-		prev = p
 	}
 	n = uvarint()
 	for i := uint64(0); i < n && ok; i++ {
@@ -299,7 +299,7 @@ func parentsDigest(kept []verdict) []byte {
 	set := map[string]bool{}
 	last := ""
 	for _, v := range kept {
-		d := path.Dir(v.path)
+		d := v.path[:max(strings.LastIndexByte(v.path, '/'), 0)]
 		if d == last {
 			continue
 		}

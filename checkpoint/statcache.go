@@ -146,17 +146,12 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	if !ok || count > uint64(len(rest))/10 { // an entry takes 10 bytes at least
 		return nil, bad
 	}
-	c.paths = make([]string, 0, count)
 	c.keys = make([]statKey, 0, count)
-	prev := ""
+	var arena pathArena
 	for i := uint64(0); i < count; i++ {
 		shared := uvarint()
 		tail := bytesOf()
-		if !ok || shared > uint64(len(prev)) {
-			return nil, bad
-		}
-		p := prev[:shared] + string(tail)
-		if i > 0 && p <= prev {
+		if !ok || !arena.add(shared, tail) {
 			return nil, bad
 		}
 		var f [8]uint64
@@ -166,14 +161,54 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		if !ok {
 			return nil, bad
 		}
-		c.paths = append(c.paths, p)
 		c.keys = append(c.keys, statKey{f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]})
-		prev = p
 	}
 	if len(rest) != 0 {
 		return nil, bad
 	}
+	c.paths = arena.strings()
 	return c, nil
+}
+
+// pathArena rebuilds paths stored front-coded (the length shared with the
+// one before, then the rest) into one allocation, and checks they come in
+// order, each once.
+type pathArena struct {
+	buf  []byte
+	ends []int
+}
+
+func (a *pathArena) add(shared uint64, tail []byte) bool {
+	n := len(a.ends)
+	prevStart, prevEnd := 0, 0
+	if n > 1 {
+		prevStart = a.ends[n-2]
+	}
+	if n > 0 {
+		prevEnd = a.ends[n-1]
+	}
+	if shared > uint64(prevEnd-prevStart) {
+		return false
+	}
+	a.buf = append(a.buf, a.buf[prevStart:prevStart+int(shared)]...)
+	a.buf = append(a.buf, tail...)
+	if n > 0 && string(a.buf[prevEnd:]) <= string(a.buf[prevStart:prevEnd]) {
+		return false
+	}
+	a.ends = append(a.ends, len(a.buf))
+	return true
+}
+
+// strings returns the paths, sharing one string.
+func (a *pathArena) strings() []string {
+	all := string(a.buf)
+	out := make([]string, len(a.ends))
+	start := 0
+	for i, end := range a.ends {
+		out[i] = all[start:end]
+		start = end
+	}
+	return out
 }
 
 // readStatCache returns the cache when it describes the store's index as it
