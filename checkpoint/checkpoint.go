@@ -534,6 +534,7 @@ func (s *Store) create(ctx context.Context, opt CreateOptions) (*Created, error)
 	}
 	now := s.now()
 	res := &Created{Files: cap.files, capture: cap}
+	var against string // the tree to count the changes against
 	if len(cps) > 0 {
 		newest := cps[len(cps)-1]
 		if newest.Tree == cap.tree && sameMeta(newest.meta, cap.meta) {
@@ -547,21 +548,31 @@ func (s *Store) create(ctx context.Context, opt CreateOptions) (*Created, error)
 				return res, nil
 			}
 		} else {
-			changed, err := s.changedPaths(ctx, newest.Tree, cap.tree)
-			if err != nil {
-				return nil, err
-			}
-			res.Changed = len(changed)
+			against = newest.Tree
 		}
 	} else {
 		res.Changed = cap.files
 	}
 
+	// The commit and the count of changes are independent: side by side.
 	c := &Checkpoint{Reason: opt.Reason, Source: opt.Source, Time: now, Tree: cap.tree, Skipped: cap.skipped,
 		Branch: branch, Head: head, meta: cap.meta}
 	g := s.git()
 	g.Date = now
-	out, err := g.RunInput(ctx, strings.NewReader(message(c)), "commit-tree", c.Tree)
+	var out []byte
+	err = parallel(
+		func() (err error) {
+			out, err = g.RunInput(ctx, strings.NewReader(message(c)), "commit-tree", c.Tree)
+			return err
+		},
+		func() error {
+			if against == "" {
+				return nil
+			}
+			changed, err := s.changedPaths(ctx, against, cap.tree)
+			res.Changed = len(changed)
+			return err
+		})
 	if err != nil {
 		return nil, err
 	}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // MinVersion is the oldest git rewind works with (GIT_CONFIG_GLOBAL, ls-files
@@ -42,19 +45,79 @@ func gitPath() (string, error) {
 			gitErr = ErrGitNotFound
 			return
 		}
-		cmd := exec.Command(gitExe, "version")
-		cmd.Env = scrubbedEnv("LC_ALL=C")
-		out, err := cmd.Output()
-		if err != nil {
-			gitErr = fmt.Errorf("%s version: %w", gitExe, err)
-			return
+		key, cached := cachedVersion(gitExe)
+		if cached != "" {
+			gitVersion = cached
+		} else {
+			cmd := exec.Command(gitExe, "version")
+			cmd.Env = scrubbedEnv("LC_ALL=C")
+			out, err := cmd.Output()
+			if err != nil {
+				gitErr = fmt.Errorf("%s version: %w", gitExe, err)
+				return
+			}
+			gitVersion = parseVersion(string(out))
+			saveVersion(key, gitVersion)
 		}
-		gitVersion = parseVersion(string(out))
 		if !atLeast(gitVersion, MinVersion) {
 			gitErr = &VersionError{Found: gitVersion}
 		}
 	})
 	return gitExe, gitErr
+}
+
+// cachedVersion is the version last found for the git executable exe, when
+// the executable is still the same file (its path, size, times and inode),
+// kept in the user's cache directory: asking git costs a process, on every
+// command, and hooks run rewind after every tool call. key identifies the
+// executable ("" when it cannot be looked at: nothing is cached).
+func cachedVersion(exe string) (key, version string) {
+	fi, err := os.Stat(exe)
+	if err != nil {
+		return "", ""
+	}
+	var ino uint64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		ino = uint64(st.Ino)
+	}
+	key = fmt.Sprintf("%s\x00%d\x00%d\x00%d", exe, fi.Size(), fi.ModTime().UnixNano(), ino)
+	data, err := os.ReadFile(versionCacheFile())
+	if err != nil {
+		return key, ""
+	}
+	if k, v, ok := strings.Cut(string(data), "\n"); ok && k == key && parseVersion("git version "+strings.TrimSpace(v)) != "" {
+		return key, strings.TrimSpace(v)
+	}
+	return key, ""
+}
+
+// saveVersion keeps the version found for the executable key names; a
+// failure only costs the next command a git version.
+func saveVersion(key, version string) {
+	file := versionCacheFile()
+	if key == "" || file == "" || version == "" {
+		return
+	}
+	if os.MkdirAll(filepath.Dir(file), 0o700) != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), ".git-version-*")
+	if err != nil {
+		return
+	}
+	_, err = tmp.WriteString(key + "\n" + version + "\n")
+	if cerr := tmp.Close(); err != nil || cerr != nil || os.Rename(tmp.Name(), file) != nil {
+		os.Remove(tmp.Name())
+	}
+}
+
+// versionCacheFile is where cachedVersion keeps its answer, or "".
+func versionCacheFile() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "rewind", "git-version")
 }
 
 // Version returns the version of the git on PATH, or ErrGitNotFound or a

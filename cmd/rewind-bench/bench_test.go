@@ -110,13 +110,14 @@ func (b *bench) measure(label string, prepare func(), dir string, env []string, 
 }
 
 // contender is one command of a figure: run in dir with env after prepare
-// (untimed; nil for none).
+// (untimed; nil for none), stdin on its standard input.
 type contender struct {
 	label   string
 	prepare func()
 	dir     string
 	env     []string
 	argv    []string
+	stdin   string
 }
 
 // rounds measures the contenders interleaved: b.runs rounds, each running every
@@ -136,6 +137,7 @@ func (b *bench) rounds(cs ...contender) []result {
 				c.prepare()
 			}
 			cmd := b.cmd(c.dir, c.env, c.argv...)
+			cmd.Stdin = strings.NewReader(c.stdin)
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			start := time.Now()

@@ -313,8 +313,12 @@ func (s *w1Set) hook() (rw, status result) {
 	w1Run(b, s.treeR, s.rwEnv, s.create("settle")...)
 	w1Run(b, s.treeG, s.gitEnv, "sh", "-c", "git add -A && git commit -q --allow-empty -m settle")
 	s.warm()
+	// The hook as Claude Code runs it after a tool call: it reads the call
+	// on stdin and records nothing when nothing changed.
+	call := fmt.Sprintf(`{"session_id":"bench","hook_event_name":"PostToolUse","tool_name":"Bash","cwd":%q}`, s.treeR)
 	rs := b.rounds(
-		contender{label: "rewind checkpoint create (nothing changed)", dir: s.treeR, env: s.rwEnv, argv: s.create("hook")},
+		contender{label: "rewind hook post-tool-use (nothing changed)", dir: s.treeR, env: s.rwEnv,
+			argv: []string{b.rewind, "hook", "post-tool-use", "--store", s.store, "-C", s.treeR}, stdin: call},
 		contender{label: "git status --porcelain (nothing changed)", dir: s.treeG, env: s.gitEnv, argv: []string{"git", "status", "--porcelain"}},
 	)
 	b.ratio(rs[0], rs[1], "≤ 1.2x, and well under 100 ms")
