@@ -280,9 +280,11 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			return nil, err
 		}
 	}
-	if cached != nil && cached.tree != "" && len(update) == 0 && len(remove) == 0 {
-		// the index is the one the stat cache describes, unchanged: so is
-		// its tree
+	if cached != nil && len(update) == 0 && len(remove) == 0 && s.looseObject(cached.tree) {
+		// The index is the one the stat cache describes, unchanged: so is
+		// its tree. (Only while the tree is still there: a git gc of the
+		// procedure's may have deleted it and the blobs only the index
+		// named, which write-tree finds and the capture then rebuilds.)
 		c.tree = cached.tree
 	} else {
 		out, err := g.Run(ctx, "write-tree")
@@ -384,6 +386,16 @@ func (s *Store) buildMeta(ctx context.Context, c *capture, h *held, keep []verdi
 	s.writeListCache(&listCache{inputs: h.inputs, paths: h.paths, tracked: h.tracked, dirs: keys,
 		parents: parents, empty: empty, dirPerms: perms})
 	return unread, nil
+}
+
+// looseObject reports whether the store holds object id as a loose object
+// (a stat, where asking git costs a process).
+func (s *Store) looseObject(id string) bool {
+	if len(id) < 4 || !isHex(id) {
+		return false
+	}
+	_, err := os.Lstat(filepath.Join(s.gitDir(), "objects", id[:2], id[2:]))
+	return err == nil
 }
 
 // dirRacyCut is the time from which a directory's change makes the listing

@@ -79,6 +79,13 @@ func (s *Store) hold(ctx context.Context, cache *listCache, trusted bool) (*held
 			h.private = append(h.private, rel)
 		}
 	}
+	// rewind's own cache (the git version it found) is not the project's
+	// either.
+	if cache, err := os.UserCacheDir(); err == nil {
+		if rel, ok := s.insideWorkTree(filepath.Join(cache, "rewind")); ok {
+			h.private = append(h.private, rel)
+		}
+	}
 	project := gitexec.Project{Dir: s.WorkTree}
 	var out, config []byte
 	var err, configErr error
