@@ -95,7 +95,18 @@ func (s *Store) capture(ctx context.Context, maxSize int64) (*capture, error) {
 			s.warn("the store's index was split, once (%s): later checkpoints write only what changed", time.Since(start).Round(100*time.Millisecond))
 		}
 	}
+	// A store with checkpoints but no listing cache (an older rewind's)
+	// builds it now: a full walk, paid once, and said so when it is slow.
+	_, indexErr := os.Lstat(s.indexFile())
+	_, cacheErr := os.Lstat(s.listCacheFile())
+	building := indexErr == nil && errors.Is(cacheErr, os.ErrNotExist)
+	start := time.Now()
 	c, err := s.captureOnce(ctx, maxSize)
+	if err == nil && building && c.held.inputs != nil && time.Since(start) > migrationNote {
+		if _, err := os.Lstat(s.listCacheFile()); err == nil {
+			s.warn("read the whole work tree once to build the store's listing cache (%s): later checkpoints read only what changed", time.Since(start).Round(100*time.Millisecond))
+		}
+	}
 	if why, ok := indexDamaged(ctx, err); ok {
 		if err := os.Remove(s.indexFile()); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
@@ -106,8 +117,9 @@ func (s *Store) capture(ctx context.Context, maxSize int64) (*capture, error) {
 	return c, err
 }
 
-// migrationNote is how long the one-time split of an index must take before
-// rewind says why that checkpoint was slow.
+// migrationNote is how long a one-time cost (the split of an index, the
+// building of the listing cache) must take before rewind says why that
+// checkpoint was slow.
 var migrationNote = time.Second
 
 // unsplitIndex reports whether the store's index is whole, as rewind before

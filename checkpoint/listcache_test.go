@@ -278,3 +278,39 @@ func TestDirCacheTrustedProbe(t *testing.T) {
 		t.Fatal("REWIND_DIR_CACHE=off left the cache on")
 	}
 }
+
+// TestListCacheBuiltOnceNote checks that a store without the listing cache
+// (an older rewind's) builds it with a note on stderr when that is slow, and
+// that the next capture neither needs it again nor says so.
+func TestListCacheBuiltOnceNote(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	if !s.dirCacheTrusted() {
+		t.Skip("the listing cache does not trust this file system")
+	}
+	var notes []string
+	s.Warn = func(m string) { notes = append(notes, m) }
+	mustWrite(t, filepath.Join(wt, "a/b.txt"), "b")
+	if _, err := s.Create(ctx, CreateOptions{Reason: "one", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(s.listCacheFile()); err != nil {
+		t.Fatal(err)
+	}
+	notes = nil
+	defer func(d time.Duration) { migrationNote = d }(migrationNote)
+	migrationNote = 0
+	if _, err := s.Create(ctx, CreateOptions{Reason: "two", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "build the store's listing cache") {
+		t.Fatalf("notes after building the cache: %q", notes)
+	}
+	notes = nil
+	if _, err := s.Create(ctx, CreateOptions{Reason: "three", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != 0 {
+		t.Fatalf("notes once the cache is built: %q", notes)
+	}
+}
