@@ -249,7 +249,9 @@ func (s *Store) lookAtDir(d string, since time.Time) dirFound {
 	f := dirFound{ok: true, perm: fi.Mode().Perm(), keys: dirKeys{dir: keyOf(fi)}}
 	if gi, err := os.Lstat(filepath.Join(full, ".gitignore")); err == nil {
 		f.keys.ignore = keyOf(gi)
-		if !later(ctime(gi), gi.ModTime()).Before(since) {
+		// (a symlink's own times do not change with what it points to,
+		// which a git before 2.32 reads)
+		if !later(ctime(gi), gi.ModTime()).Before(since) || gi.Mode()&os.ModeSymlink != 0 {
 			f.keys = racyKeys
 		}
 	}

@@ -314,3 +314,39 @@ func TestListCacheBuiltOnceNote(t *testing.T) {
 		t.Fatalf("notes once the cache is built: %q", notes)
 	}
 }
+
+// TestListCacheParentGitignore checks a work tree below its repository's top:
+// a .gitignore above it, rewritten at the same size, changes what it holds,
+// though no directory of the work tree changed.
+func TestListCacheParentGitignore(t *testing.T) {
+	ctx := context.Background()
+	repo := t.TempDir()
+	repo, _ = filepath.EvalSymlinks(repo)
+	gitIn(t, repo, "init", "-q")
+	wt := filepath.Join(repo, "sub")
+	mustWrite(t, filepath.Join(repo, ".gitignore"), "*.log\n")
+	mustWrite(t, filepath.Join(wt, "a.log"), "a")
+	mustWrite(t, filepath.Join(wt, "a.txt"), "a")
+	s, err := Open(wt, filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.dirCacheTrusted() {
+		t.Skip("the listing cache does not trust this file system")
+	}
+	defer func(cut func(time.Time) time.Time) { dirRacyCut = cut }(dirRacyCut)
+	dirRacyCut = func(start time.Time) time.Time { return start }
+	time.Sleep(15 * time.Millisecond)
+	if _, err := s.Create(ctx, CreateOptions{Reason: "one", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(repo, ".gitignore"), "*.txt\n")
+	time.Sleep(15 * time.Millisecond)
+	made, err := s.Create(ctx, CreateOptions{Reason: "two", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := freshTree(t, wt); made.Checkpoint.Tree != got {
+		t.Fatalf("after the .gitignore above changed: tree %s, a fresh store's %s", made.Checkpoint.Tree, got)
+	}
+}

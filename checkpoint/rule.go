@@ -91,7 +91,7 @@ func (s *Store) hold(ctx context.Context, cache *listCache, trusted bool) (*held
 	var err, configErr error
 	parallel(
 		func() error {
-			out, err = project.Run(ctx, "rev-parse", "--is-inside-work-tree", "--git-path", "index", "--git-path", "info/exclude")
+			out, err = project.Run(ctx, "rev-parse", "--is-inside-work-tree", "--git-path", "index", "--git-path", "info/exclude", "--show-toplevel")
 			return nil
 		},
 		func() error {
@@ -204,8 +204,9 @@ func (s *Store) relist(ctx context.Context, h *held, cache *listCache, dirs []st
 // listingInputs digests every input of the listing besides the directories
 // (the listing cache compares their stat data itself): the work tree, the
 // directories kept private, .rewindignore, and in a repository its index,
-// its config (every scope, includes resolved), info/exclude and the excludes
-// file the config names. nil: the listing cannot be cached.
+// its config (every scope, includes resolved), info/exclude, the excludes
+// file the config names and the .gitignore files above the work tree. nil:
+// the listing cannot be cached.
 func (s *Store) listingInputs(h *held, rewindIgnore []byte, revParse []string, config []byte) []byte {
 	sum := sha256.New()
 	field := func(v string) { fmt.Fprintf(sum, "%d:%s\n", len(v), v) }
@@ -216,7 +217,7 @@ func (s *Store) listingInputs(h *held, rewindIgnore []byte, revParse []string, c
 	field(string(rewindIgnore))
 	field(strconv.FormatBool(h.inRepo))
 	if h.inRepo {
-		if len(revParse) != 3 {
+		if len(revParse) != 4 {
 			return nil
 		}
 		abs := func(p string) string {
@@ -237,6 +238,16 @@ func (s *Store) listingInputs(h *held, rewindIgnore []byte, revParse []string, c
 			return nil
 		}
 		field(readOrWhy(abs(excludes)))
+		// The .gitignore files above the work tree, up to the
+		// repository's top, apply to it too.
+		top := filepath.Clean(revParse[3])
+		if !within(filepath.ToSlash(s.WorkTree), filepath.ToSlash(top)) {
+			return nil // (a path spelled otherwise: nothing to walk up)
+		}
+		for dir := s.WorkTree; dir != top; {
+			dir = filepath.Dir(dir)
+			field(readOrWhy(filepath.Join(dir, ".gitignore")))
+		}
 	}
 	return sum.Sum(nil)
 }
