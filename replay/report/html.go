@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -20,32 +21,36 @@ var pageCSS string
 //go:embed page.js
 var pageJS string
 
-var page = template.Must(template.New("page").Funcs(template.FuncMap{
-	"css":    func() template.CSS { return template.CSS(pageCSS) },
-	"js":     func() template.JS { return template.JS(pageJS) },
-	"x":      X,
-	"add":    func(a, b float64) float64 { return round1(a + b) },
-	"half":   func(a float64) float64 { return round1(a / 2) },
-	"clock":  clock,
-	"stamp":  stamp,
-	"phase":  PhaseLabel,
-	"num":    num,
-	"numptr": numPtr,
-	"intptr": intPtr,
-	"intptr64": func(n *int64) string {
-		if n == nil {
-			return "-"
-		}
-		return strconv.FormatInt(*n, 10)
-	},
-	"columnsOf": columnsOf,
-	"deref":     func(b *bool) bool { return *b },
-	"plural":    plural,
-	"percent":   func(f float64) string { return strconv.FormatFloat(f*100, 'f', 2, 64) },
-	"dash":      dash,
-	"metric":    MetricLabel,
-	"status":    StatusClass,
-}).Parse(pageTemplate))
+// page is parsed on first use: every rewind command would pay for it at
+// start, and only report writes pages.
+var page = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Funcs(template.FuncMap{
+		"css":    func() template.CSS { return template.CSS(pageCSS) },
+		"js":     func() template.JS { return template.JS(pageJS) },
+		"x":      X,
+		"add":    func(a, b float64) float64 { return round1(a + b) },
+		"half":   func(a float64) float64 { return round1(a / 2) },
+		"clock":  clock,
+		"stamp":  stamp,
+		"phase":  PhaseLabel,
+		"num":    num,
+		"numptr": numPtr,
+		"intptr": intPtr,
+		"intptr64": func(n *int64) string {
+			if n == nil {
+				return "-"
+			}
+			return strconv.FormatInt(*n, 10)
+		},
+		"columnsOf": columnsOf,
+		"deref":     func(b *bool) bool { return *b },
+		"plural":    plural,
+		"percent":   func(f float64) string { return strconv.FormatFloat(f*100, 'f', 2, 64) },
+		"dash":      dash,
+		"metric":    MetricLabel,
+		"status":    StatusClass,
+	}).Parse(pageTemplate))
+})
 
 // Generator is the tag near the top of every page, by which a page rewind
 // wrote is told from any other file before it is replaced.
@@ -53,7 +58,7 @@ const Generator = `<meta name="generator" content="rewind report">`
 
 // Write renders the run as one self-contained HTML page.
 func Write(w io.Writer, r *Run) error {
-	return page.Execute(w, r)
+	return page().Execute(w, r)
 }
 
 // PhaseLabel names a phase as rewind manifest show does: "phase 3", or
