@@ -508,11 +508,11 @@ func (s *Store) create(ctx context.Context, opt CreateOptions) (*Created, error)
 	if max <= 0 {
 		max = DefaultMaxFileSize
 	}
-	// The capture, the list of checkpoints and the project's HEAD are
-	// independent reads (the capture writes only the store's index).
+	// The capture (which reads the project's HEAD too) and the list of
+	// checkpoints are independent (the capture writes only the store's
+	// index).
 	var cap *capture
 	var cps []*Checkpoint
-	var branch, head string
 	err := parallel(
 		func() (err error) {
 			defer gitexec.TraceStep("capture", time.Now())
@@ -524,7 +524,6 @@ func (s *Store) create(ctx context.Context, opt CreateOptions) (*Created, error)
 			cps, err = s.List(ctx)
 			return err
 		},
-		func() error { branch, head = s.projectHead(ctx); return nil },
 	)
 	if err != nil {
 		return nil, err
@@ -556,7 +555,7 @@ func (s *Store) create(ctx context.Context, opt CreateOptions) (*Created, error)
 
 	// The commit and the count of changes are independent: side by side.
 	c := &Checkpoint{Reason: opt.Reason, Source: opt.Source, Time: now, Tree: cap.tree, Skipped: cap.skipped,
-		Branch: branch, Head: head, meta: cap.meta}
+		Branch: cap.held.branch, Head: cap.held.head, meta: cap.meta}
 	g := s.git()
 	g.Date = now
 	var out []byte

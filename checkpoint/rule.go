@@ -48,6 +48,8 @@ type held struct {
 	private []string        // rewind's and the agents' own directories inside the work tree
 	notes   []string        // what the user should know (a .rewindignore not read, the store inside)
 
+	head, branch string // the project's HEAD commit and branch ("": none, detached)
+
 	inputs    []byte // listingInputs' digest; nil when the listing cannot be cached
 	listedBy  string // how the paths were found (for REWIND_TRACE)
 	fromCache bool   // all from the listing cache
@@ -86,24 +88,33 @@ func (s *Store) hold(ctx context.Context, cache *listCache, trusted bool) (*held
 			h.private = append(h.private, rel)
 		}
 	}
+	// One rev-parse tells whether the work tree is in a repository, where
+	// the listing's inputs lie, and the project's HEAD and branch (recorded
+	// in the checkpoint); a HEAD without commits makes it fail, and it is
+	// asked again without.
 	project := gitexec.Project{Dir: s.WorkTree}
-	var out, config []byte
-	var err, configErr error
-	parallel(
-		func() error {
-			out, err = project.Run(ctx, "rev-parse", "--is-inside-work-tree", "--git-path", "index", "--git-path", "info/exclude", "--show-toplevel")
-			return nil
-		},
-		func() error {
-			if trusted {
-				config, configErr = project.Run(ctx, "config", "-z", "--list")
-			}
-			return nil
-		})
+	where := []string{"rev-parse", "--is-inside-work-tree", "--git-path", "index", "--git-path", "info/exclude", "--show-toplevel"}
+	out, err := project.Run(ctx, append(where, "HEAD", "--symbolic-full-name", "HEAD")...)
+	if ge, ok := err.(*gitexec.Error); ok && !strings.Contains(ge.Stderr, "not a git repository") {
+		out, err = project.Run(ctx, where...)
+	}
 	revParse := strings.Split(strings.TrimSpace(string(out)), "\n")
 	h.inRepo = err == nil && revParse[0] == "true"
+	if h.inRepo && len(revParse) == 6 {
+		h.head = revParse[4]
+		h.branch, _ = strings.CutPrefix(revParse[5], "refs/heads/")
+		if h.branch == revParse[5] {
+			h.branch = "" // detached
+		}
+		revParse = revParse[:4]
+	}
 	if ge, ok := err.(*gitexec.Error); ok && strings.Contains(ge.Stderr, "dubious ownership") {
 		h.notes = append(h.notes, "the project's git does not trust this repository (another user owns it; see git's safe.directory): only the work tree's .gitignore files count")
+	}
+	var config []byte
+	var configErr error
+	if trusted && h.inRepo {
+		config, configErr = project.Run(ctx, "config", "-z", "--list")
 	}
 	if trusted && (!h.inRepo || configErr == nil) {
 		h.inputs = s.listingInputs(h, rewindIgnore, revParse, config)
