@@ -212,26 +212,31 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	var known func(i int) (statKey, bool)
 	if cached != nil {
 		inIndex = cached.paths
-		prior := make([]statKey, len(paths)) // what the cache holds of paths[i], or zero
+		prior := make([]int32, len(paths)) // 1 + the cache's entry for paths[i], or 0
 		j := 0
 		for i, p := range paths {
 			for j < len(inIndex) && inIndex[j] < p {
 				j++
 			}
 			if j < len(inIndex) && inIndex[j] == p {
-				prior[i] = cached.keys[j]
+				prior[i] = int32(j + 1)
 			}
+		}
+		priorKey := func(i int) statKey {
+			if prior[i] == 0 {
+				return statKey{}
+			}
+			return cached.keys[prior[i]-1]
 		}
 		// What git found differs from the index is looked at; the rest is
 		// as the index, and so the cache, holds it.
-		looked := make([]bool, len(paths))
 		for _, p := range splitNul(differ) {
 			if i, ok := slices.BinarySearch(paths, p); ok {
-				looked[i] = true
+				prior[i] = 0
 			}
 		}
-		known = func(i int) (statKey, bool) { return prior[i], prior[i] != statKey{} && !looked[i] }
-		unchanged = func(i int, k statKey) bool { return k != statKey{} && prior[i] == k }
+		known = func(i int) (statKey, bool) { return priorKey(i), prior[i] != 0 }
+		unchanged = func(i int, k statKey) bool { return k != statKey{} && priorKey(i) == k }
 	} else {
 		inIndex = splitNul(indexed)
 		sort.Strings(inIndex)
@@ -320,7 +325,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	}
 	var racy []string
 	for _, v := range keep {
-		changed := v.changed
+		changed := v.changed()
 		if hashed[v.path] {
 			if fi, err := os.Lstat(filepath.Join(s.WorkTree, v.path)); err == nil {
 				changed = later(ctime(fi), fi.ModTime())
@@ -434,7 +439,7 @@ func (s *Store) prewrite(ctx context.Context, files []verdict) {
 	// Deal the files round-robin by size, largest first, so the shares weigh
 	// about the same.
 	sorted := append([]verdict(nil), files...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].size > sorted[j].size })
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].size() > sorted[j].size() })
 	shares := make([][]string, runtime.NumCPU())
 	written := new(atomic.Int64)
 	for i, v := range sorted {
@@ -487,30 +492,41 @@ func (s *Store) classify(paths []string, maxSize int64, known func(int) (statKey
 		runs = append(runs, run{d, i, j})
 		i = j
 	}
-	var lookedAt atomic.Int64
+	// Files git found as the index holds them are judged from their stat
+	// data then; the rest are looked at, side by side.
+	look := make([]bool, len(paths))
+	for i := range paths {
+		if k, ok := known(i); ok && (maxSize <= 0 || int64(k.size) <= maxSize) {
+			if verdicts[i], ok = verdictOf(k); ok {
+				continue
+			}
+		}
+		look[i] = true
+		looked++
+	}
 	forEach(len(runs), func(r int) {
-		if s.notADir(runs[r].dir) {
+		run := runs[r]
+		if s.notADir(run.dir) {
 			// below a symlink or a file: git refuses the paths ("beyond a
 			// symbolic link"), and the symlink itself is captured as one
+			clear(verdicts[run.start:run.end])
 			return
 		}
 		var ds *dirStat
-		for i := runs[r].start; i < runs[r].end; i++ {
-			if k, ok := known(i); ok && (maxSize <= 0 || int64(k.size) <= maxSize) {
-				if verdicts[i], ok = verdictOf(k); ok {
-					continue
-				}
+		for i := run.start; i < run.end; i++ {
+			if !look[i] {
+				continue
 			}
 			if ds == nil {
-				d := openDirStat(s.WorkTree + "/" + runs[r].dir)
+				d := openDirStat(s.WorkTree + "/" + run.dir)
 				defer d.close()
 				ds = &d
 			}
-			lookedAt.Add(1)
 			verdicts[i] = s.judge(paths[i], i, maxSize, unchanged, *ds)
 		}
 	})
-	keep = make([]verdict, 0, len(paths))
+	// kept in place: verdicts is not needed after
+	keep = verdicts[:0]
 	for i, v := range verdicts {
 		switch {
 		case v.keep:
@@ -520,17 +536,16 @@ func (s *Store) classify(paths []string, maxSize int64, known func(int) (statKey
 			skipped = append(skipped, *v.skip)
 		}
 	}
-	return keep, skipped, int(lookedAt.Load())
+	return keep, skipped, looked
 }
 
 // verdictOf is the verdict on a file kept as the index holds it, from its
 // stat data then; false for a type judge must look at.
 func verdictOf(k statKey) (verdict, bool) {
-	v := verdict{keep: true, unchanged: true, key: k, perm: os.FileMode(k.mode) & os.ModePerm,
-		changed: later(time.Unix(0, int64(k.ctime)), time.Unix(0, int64(k.mtime)))}
+	v := verdict{keep: true, unchanged: true, key: k}
 	switch k.mode & unix.S_IFMT {
 	case unix.S_IFREG:
-		v.regular, v.size = true, int64(k.size)
+		v.regular = true
 	case unix.S_IFLNK:
 	default:
 		return verdict{}, false
@@ -538,18 +553,23 @@ func verdictOf(k statKey) (verdict, bool) {
 	return v, true
 }
 
-// verdict is what classify makes of a path.
+// verdict is what classify makes of a path (kept small: a capture holds one
+// per file).
 type verdict struct {
-	path    string
-	keep    bool
-	regular bool // a regular file (else a symlink), when kept
-	size    int64
-	perm    os.FileMode
-	changed time.Time // the later of its ctime and mtime
-	skip    *Skipped
+	path      string
+	key       statKey // its stat data, which the stat cache compares
+	skip      *Skipped
+	keep      bool
+	regular   bool // a regular file (else a symlink), when kept
+	unchanged bool // the store's index holds it as it is: not hashed again
+}
 
-	key       statKey // what the stat cache compares
-	unchanged bool    // the store's index holds it as it is: not hashed again
+func (v *verdict) perm() os.FileMode { return os.FileMode(v.key.mode) & os.ModePerm }
+func (v *verdict) size() int64       { return int64(v.key.size) }
+
+// changed is the later of its ctime and mtime.
+func (v *verdict) changed() time.Time {
+	return later(time.Unix(0, int64(v.key.ctime)), time.Unix(0, int64(v.key.mtime)))
 }
 
 // judge looks at one path; unchanged says whether the store's index holds it
@@ -571,7 +591,7 @@ func (s *Store) judge(rel string, i int, maxSize int64, unchanged func(int, stat
 		v.skip = &Skipped{Path: rel, Why: "cannot be read: " + errText(err)}
 		return v
 	}
-	v.perm, v.changed, v.key = fi.mode.Perm(), fi.changed, fi.key
+	v.key = fi.key
 	v.unchanged = unchanged(i, v.key)
 	switch {
 	case fi.mode&os.ModeSymlink != 0 && strings.EqualFold(path.Base(rel), ".gitmodules"):
@@ -587,7 +607,7 @@ func (s *Store) judge(rel string, i int, maxSize int64, unchanged func(int, stat
 	case !v.unchanged && unix.Access(s.WorkTree+"/"+rel, unix.R_OK) != nil:
 		v.skip = &Skipped{Path: rel, Why: "unreadable"}
 	default:
-		v.keep, v.regular, v.size = true, true, fi.size
+		v.keep, v.regular = true, true
 	}
 	return v
 }

@@ -33,10 +33,9 @@ func (d dirStat) close() {
 
 // fileLook is what a stat call says of a file, as judge needs it.
 type fileLook struct {
-	mode    os.FileMode
-	size    int64
-	changed time.Time // the later of its ctime and mtime
-	key     statKey
+	mode os.FileMode
+	size int64
+	key  statKey
 }
 
 // look is an lstat of root/rel, a file of the directory: no allocation
@@ -47,7 +46,7 @@ func (d dirStat) look(root, rel string) (fileLook, error) {
 		if err != nil {
 			return fileLook{}, err
 		}
-		return fileLook{fi.Mode(), fi.Size(), later(ctime(fi), fi.ModTime()), keyOf(fi)}, nil
+		return fileLook{fi.Mode(), fi.Size(), keyOf(fi)}, nil
 	}
 	var st unix.Stat_t
 	for {
@@ -59,7 +58,7 @@ func (d dirStat) look(root, rel string) (fileLook, error) {
 			return fileLook{}, &os.PathError{Op: "lstat", Path: root + "/" + rel, Err: err}
 		}
 		fi := statInfo{st: &st}
-		return fileLook{fi.Mode(), st.Size, later(time.Unix(st.Ctim.Sec, st.Ctim.Nsec), time.Unix(st.Mtim.Sec, st.Mtim.Nsec)), keyOfStat(&st)}, nil
+		return fileLook{fi.Mode(), st.Size, keyOfStat(&st)}, nil
 	}
 }
 

@@ -2,10 +2,7 @@
 
 package checkpoint
 
-import (
-	"os"
-	"time"
-)
+import "os"
 
 // dirStat is lstat of whole paths here (see lstat_linux.go).
 type dirStat struct{}
@@ -18,10 +15,9 @@ func (dirStat) lstat(full, _ string) (os.FileInfo, error) { return os.Lstat(full
 
 // fileLook is what a stat call says of a file, as judge needs it.
 type fileLook struct {
-	mode    os.FileMode
-	size    int64
-	changed time.Time // the later of its ctime and mtime
-	key     statKey
+	mode os.FileMode
+	size int64
+	key  statKey
 }
 
 // look is an lstat of root/rel.
@@ -30,5 +26,5 @@ func (dirStat) look(root, rel string) (fileLook, error) {
 	if err != nil {
 		return fileLook{}, err
 	}
-	return fileLook{fi.Mode(), fi.Size(), later(ctime(fi), fi.ModTime()), keyOf(fi)}, nil
+	return fileLook{fi.Mode(), fi.Size(), keyOf(fi)}, nil
 }

@@ -219,7 +219,7 @@ func newMeta(h *held, kept []verdict, dirPerms map[string]os.FileMode, empty []s
 	counts := [3]map[os.FileMode]int{{}, {}, {}}
 	for _, v := range kept {
 		if v.regular {
-			counts[execIndex(v.perm)][v.perm]++
+			counts[execIndex(v.perm())][v.perm()]++
 		}
 	}
 	for _, perm := range dirPerms {
@@ -234,8 +234,8 @@ func newMeta(h *held, kept []verdict, dirPerms map[string]os.FileMode, empty []s
 		}
 	}
 	for _, v := range kept {
-		if v.regular && v.perm != m.base[execIndex(v.perm)] {
-			m.perms[v.path] = v.perm
+		if perm := v.perm(); v.regular && perm != m.base[execIndex(perm)] {
+			m.perms[v.path] = perm
 		}
 	}
 	for d, perm := range dirPerms {
