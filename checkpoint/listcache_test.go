@@ -350,3 +350,30 @@ func TestListCacheParentGitignore(t *testing.T) {
 		t.Fatalf("after the .gitignore above changed: tree %s, a fresh store's %s", made.Checkpoint.Tree, got)
 	}
 }
+
+// TestRulePropertyDirCache runs rounds of the rule's property test (random
+// edits, ignore and tracking changes, checkpoints and restores, each checked
+// against the project's own git) with the listing cache trusting every
+// directory changed before a capture began, so that captures between quick
+// steps take their listing from the cache, whole or in part, as they do a
+// few seconds apart.
+func TestRulePropertyDirCache(t *testing.T) {
+	defer func(cut func(time.Time) time.Time) { dirRacyCut = cut }(dirRacyCut)
+	dirRacyCut = func(start time.Time) time.Time { return start }
+	seeds, steps := 2, 120
+	if os.Getenv("REWIND_SOAK") != "" {
+		seeds, steps = 10, 400
+	}
+	var trace bytes.Buffer
+	gitexec.Trace = &trace
+	defer func() { gitexec.Trace = nil }()
+	for seed := int64(101); seed < int64(101+seeds); seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { ruleRound(t, seed, steps) })
+	}
+	whole := strings.Count(trace.String(), "by the listing cache;")
+	part := strings.Count(trace.String(), "by the listing cache and git")
+	t.Logf("listing cache: %d captures whole, %d in part", whole, part)
+	if whole == 0 || part == 0 {
+		t.Errorf("the listing cache was used whole %d times and in part %d times; want both", whole, part)
+	}
+}
