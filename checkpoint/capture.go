@@ -290,6 +290,15 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			return nil, err
 		}
 	}
+	if cached != nil {
+		var changed []verdict
+		for _, v := range keep {
+			if !v.unchanged {
+				changed = append(changed, v)
+			}
+		}
+		s.preimport(ctx, cached.base, changed, remove)
+	}
 	s.prewrite(ctx, fresh)
 	if len(update) > 0 {
 		input := s.countPaths("hashing files", nulJoin(update), len(update), new(atomic.Int64))
@@ -347,7 +356,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	if len(racy) > 0 {
 		tree = "" // the index no longer holds the racy files: its tree is not c.tree
 	}
-	if now, err := indexStamp(s.indexFile()); len(update) > 0 || len(remove) > 0 || len(racy) > 0 || cached == nil || err != nil || !bytes.Equal(now, cached.stamp) || tree != cached.tree {
+	if now, err := indexStamp(s.indexFile()); len(update) > 0 || len(remove) > 0 || len(racy) > 0 || cached == nil || err != nil || !bytes.Equal(now, cached.stamp) || tree != cached.tree || c.tree != cached.base {
 		left := map[string]bool{}
 		for _, p := range racy {
 			left[p] = true
@@ -359,7 +368,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 				paths, keys = append(paths, v.path), append(keys, v.key)
 			}
 		}
-		s.writeStatCache(paths, keys, tree)
+		s.writeStatCache(paths, keys, tree, c.tree)
 	}
 	gitexec.TraceStep(fmt.Sprintf("recent changes re-checked (%d left the index)", len(racy)), recheck)
 	scan := time.Now()

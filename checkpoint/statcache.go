@@ -39,7 +39,7 @@ type statKey struct {
 	dev, ino, mode, size, mtime, ctime, uid, gid uint64
 }
 
-const statCacheMagic = "rewind stat cache 3\n"
+const statCacheMagic = "rewind stat cache 4\n"
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
@@ -73,7 +73,8 @@ func indexStamp(path string) ([]byte, error) {
 // what the capture saw of it; the index's stamp; its tree ("" unknown).
 type statCache struct {
 	stamp []byte
-	tree  string
+	tree  string // the index's tree, "" when not known
+	base  string // the tree the capture wrote (preimport's base)
 	paths []string
 	keys  []statKey
 }
@@ -90,6 +91,8 @@ func encodeStatCache(c *statCache) []byte {
 	b = append(b, c.stamp...)
 	b = binary.AppendUvarint(b, uint64(len(c.tree)))
 	b = append(b, c.tree...)
+	b = binary.AppendUvarint(b, uint64(len(c.base)))
+	b = append(b, c.base...)
 	b = binary.AppendUvarint(b, uint64(len(c.paths)))
 	prev := ""
 	for i, p := range c.paths {
@@ -141,7 +144,7 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		rest = rest[n:]
 		return v
 	}
-	c := &statCache{stamp: bytes.Clone(bytesOf()), tree: string(bytesOf())}
+	c := &statCache{stamp: bytes.Clone(bytesOf()), tree: string(bytesOf()), base: string(bytesOf())}
 	count := uvarint()
 	if !ok || count > uint64(len(rest))/10 { // an entry takes 10 bytes at least
 		return nil, bad
@@ -233,14 +236,15 @@ func (s *Store) readStatCache() *statCache {
 }
 
 // writeStatCache records paths (sorted) and keys as the paths of the index
-// as it is now, and tree as its tree ("": not known). Without an index (or on
+// as it is now, tree as its tree ("": not known), and base as the tree the
+// capture wrote. Without an index (or on
 // any failure) the old cache goes: it could only describe another index,
 // which its stamp would tell anyway.
-func (s *Store) writeStatCache(paths []string, keys []statKey, tree string) {
+func (s *Store) writeStatCache(paths []string, keys []statKey, tree, base string) {
 	defer gitexec.TraceStep(fmt.Sprintf("stat cache written (%d paths)", len(paths)), time.Now())
 	stamp, err := indexStamp(s.indexFile())
 	if err == nil {
-		err = writeCache(s.statCacheFile(), encodeStatCache(&statCache{stamp, tree, paths, keys}))
+		err = writeCache(s.statCacheFile(), encodeStatCache(&statCache{stamp, tree, base, paths, keys}))
 	}
 	if err != nil {
 		os.Remove(s.statCacheFile())

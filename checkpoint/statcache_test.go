@@ -16,7 +16,7 @@ import (
 )
 
 func TestStatCacheRoundTrip(t *testing.T) {
-	want := &statCache{stamp: []byte("stamp"), tree: "tree",
+	want := &statCache{stamp: []byte("stamp"), tree: "tree", base: "base",
 		paths: []string{"a", "dir/b c\nd", "ünï/\x01name"},
 		keys:  []statKey{{1, 2, 0o100644, 3, 4, 5, 6, 7}, {8, 9, 0o120777, 10, 11, 12, 13, 14}, {}}}
 	data := encodeStatCache(want)

@@ -1,0 +1,134 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rewind-cli/rewind/gitexec"
+	"golang.org/x/sys/unix"
+)
+
+// preimportMax is the most changed files preimport takes; a larger change
+// goes to prewrite, which shares the hashing out over the CPUs.
+const preimportMax = 2000
+
+// importRef holds the commit preimport makes, so that the objects it wrote
+// stay reachable until the next one (a gc of the procedure's keeps them).
+const importRef = "refs/rewind/import"
+
+// preimport writes the objects a capture of a few changed files needs (their
+// blobs, and the trees of every directory above them) into one pack, with
+// one git fast-import: the last tree written, base, with the changes on top.
+// update-index and write-tree then find every object there and write none,
+// where each would otherwise be a file of its own (a create, a write and a
+// rename each: on many file systems most of a small checkpoint's cost).
+//
+// It is only a head start, like prewrite: write-tree still decides the tree,
+// and writes whatever is missing (a file changed again meanwhile, a base that
+// is not the index's tree), so failures here are ignored.
+func (s *Store) preimport(ctx context.Context, base string, update []verdict, remove []string) {
+	if base == "" || len(update) > preimportMax || len(update)+len(remove) == 0 {
+		return
+	}
+	defer gitexec.TraceStep(fmt.Sprintf("%d changes written as one pack", len(update)+len(remove)), time.Now())
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(s.writeImport(pw, base, update, remove))
+	}()
+	g := s.git()
+	// fastimport.unpackLimit: a pack however few its objects (git would
+	// otherwise write fewer than 100 loose)
+	if _, err := g.RunInput(ctx, pr, "-c", "fastimport.unpackLimit=0", "fast-import", "--quiet", "--done", "--force"); err != nil {
+		pr.CloseWithError(err)
+		s.warnTrace("fast-import: %v", err)
+	}
+}
+
+// writeImport writes the fast-import stream: one commit of base with the
+// removals, then the files, each read now.
+func (s *Store) writeImport(w io.Writer, base string, update []verdict, remove []string) error {
+	var head bytes.Buffer
+	fmt.Fprintf(&head, "commit %s\ncommitter %s <%s> 0 +0000\ndata 0\nM 040000 %s \"\"\n", importRef, "rewind", gitexec.IdentityEmail, base)
+	for _, p := range remove {
+		fmt.Fprintf(&head, "D %s\n", quoteImportPath(p))
+	}
+	if _, err := w.Write(head.Bytes()); err != nil {
+		return err
+	}
+	for _, v := range update {
+		full := filepath.Join(s.WorkTree, v.path)
+		var data []byte
+		var err error
+		mode := "100644"
+		switch {
+		case !v.regular:
+			mode = "120000"
+			var target string
+			target, err = os.Readlink(full)
+			data = []byte(target)
+		default:
+			if v.key.mode&unix.S_IXUSR != 0 {
+				mode = "100755"
+			}
+			data, err = readNoFollow(full)
+		}
+		if err != nil {
+			continue // gone or changed: write-tree decides
+		}
+		if _, err := fmt.Fprintf(w, "M %s inline %s\ndata %d\n", mode, quoteImportPath(v.path), len(data)); err != nil {
+			return err
+		}
+		if _, err := w.Write(append(data, '\n')); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(w, "done\n")
+	return err
+}
+
+// readNoFollow reads a regular file, never through a symlink put in its
+// place since it was looked at.
+func readNoFollow(full string) ([]byte, error) {
+	f, err := os.OpenFile(full, os.O_RDONLY|syscallNoFollow, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// quoteImportPath quotes a path as fast-import reads one: C-style, always
+// (a path may hold a newline, a quote, or start with one).
+func quoteImportPath(p string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c < 0x20 || c == 0x7f:
+			b.WriteString(`\` + strconv.FormatInt(int64(c)|0o1000, 8)[1:])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// warnTrace reports a failure that costs only time, under REWIND_TRACE.
+func (s *Store) warnTrace(format string, a ...any) {
+	if gitexec.Trace != nil {
+		gitexec.TraceStep("ignored: "+fmt.Sprintf(format, a...), time.Now())
+	}
+}
