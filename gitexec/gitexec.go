@@ -102,6 +102,12 @@ func firstLines(s string, n int) string {
 // run is the single choke point through which every git process starts. It
 // returns what git wrote on stderr, which holds warnings even on success.
 func run(ctx context.Context, dir string, env []string, stdin io.Reader, stdout io.Writer, args []string) (string, error) {
+	return runWithStderr(ctx, dir, env, stdin, stdout, nil, args)
+}
+
+// runWithStderr is run with git's stderr sent to stderrTo instead, when that
+// is not nil (a terminal whose output rewind reads; see RunProgress).
+func runWithStderr(ctx context.Context, dir string, env []string, stdin io.Reader, stdout io.Writer, stderrTo *os.File, args []string) (string, error) {
 	git, err := gitPath()
 	if err != nil {
 		return "", err
@@ -118,6 +124,9 @@ func run(ctx context.Context, dir string, env []string, stdin io.Reader, stdout 
 	cmd.Stdout = stdout
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	if stderrTo != nil {
+		cmd.Stderr = stderrTo
+	}
 	setDeathSignal(cmd)
 	start := time.Now()
 	err = cmd.Run()
