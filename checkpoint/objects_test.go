@@ -95,3 +95,41 @@ func TestPrewritePacksBlobs(t *testing.T) {
 		t.Errorf("tree after prune %s, before %s", third.Checkpoint.Tree, second.Checkpoint.Tree)
 	}
 }
+
+// TestPrewriteKilledLeavesNoHarm: a rewind killed while git wrote a prewrite
+// pack leaves git's temporary pack file behind; the next checkpoint is taken
+// as usual and a prune deletes the leftover.
+func TestPrewriteKilledLeavesNoHarm(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	mustWrite(t, filepath.Join(wt, "a.txt"), "alpha")
+	if _, err := s.Create(ctx, CreateOptions{Reason: "one", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	packDir := filepath.Join(s.gitDir(), "objects", "pack")
+	if err := os.MkdirAll(packDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	leftover := filepath.Join(packDir, "tmp_pack_killed")
+	// What git had written of a pack when it was killed: a header, no index.
+	if err := os.WriteFile(leftover, []byte("PACK\x00\x00\x00\x02\x00\x00\x00\x05partial"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(wt, "b.txt"), "beta")
+	second, err := s.Create(ctx, CreateOptions{Reason: "two", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Changed != 1 {
+		t.Errorf("changed %d, want 1", second.Changed)
+	}
+	if _, _, _, err := s.Prune(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(leftover); !os.IsNotExist(err) {
+		t.Errorf("the killed pack is still there after a prune: %v", err)
+	}
+	if out, err := s.git().Run(ctx, "fsck", "--strict", "--no-dangling"); err != nil {
+		t.Fatalf("fsck: %v %s", err, out)
+	}
+}
