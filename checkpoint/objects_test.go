@@ -133,3 +133,16 @@ func TestPrewriteKilledLeavesNoHarm(t *testing.T) {
 		t.Fatalf("fsck: %v %s", err, out)
 	}
 }
+
+// TestRulePropertyPrewritten runs the capture rule's property test with every
+// capture's blobs prewritten (packed, where git can), so that the oracle
+// checks the packed path as well as update-index alone.
+func TestRulePropertyPrewritten(t *testing.T) {
+	seeds := envInt("REWIND_RULE_SEEDS", 2)
+	steps := envInt("REWIND_RULE_STEPS", 60)
+	prewriteMin = 1
+	defer func() { prewriteMin = 2000 }()
+	for seed := int64(101); seed < 101+int64(seeds); seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { ruleRound(t, seed, steps) })
+	}
+}
