@@ -765,9 +765,24 @@ func (s *Store) Prune(ctx context.Context, keep int) (evicted []*Checkpoint, bef
 	// repack and prune rather than gc: both run as rewind's direct children, so
 	// they die with it (gc's own children would not), and no gc.pid lock can
 	// outlive a killed prune.
-	for i, args := range [][]string{{"repack", "-a", "-d", "-q"}, {"prune", "--expire=now"}} {
-		s.progress([]string{"repacking objects", "deleting unreachable objects"}[i], 0, 0)
-		if _, err := g.Run(ctx, args...); err != nil {
+	// On a terminal, git's own counts are shown (git draws them only for a
+	// terminal, which RunProgress gives it); else the phase alone.
+	steps := []struct {
+		name           string
+		quiet, counted []string
+	}{
+		{"repacking objects", []string{"repack", "-a", "-d", "-q"}, []string{"repack", "-a", "-d"}},
+		{"deleting unreachable objects", []string{"prune", "--expire=now"}, []string{"prune", "--expire=now", "--progress"}},
+	}
+	for _, step := range steps {
+		s.progress(step.name, 0, 0)
+		var err error
+		if s.Progress != nil {
+			_, err = g.RunProgress(ctx, s.gitProgress(step.name), step.counted...)
+		} else {
+			_, err = g.Run(ctx, step.quiet...)
+		}
+		if err != nil {
 			return evicted, before, 0, err
 		}
 	}

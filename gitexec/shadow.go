@@ -31,6 +31,18 @@ type Shadow struct {
 	// what keeps ~/.gitconfig out.
 	ConfigHome string
 
+	// PackBlobs writes the blobs the command hashes into one pack instead of
+	// one loose file each (core.bigFileThreshold=1: every blob over a byte
+	// goes through git's bulk check-in, which update-index gathers into a
+	// single pack from git 2.37). Loose, a store of many files makes each
+	// later write-tree stat one objects/xx/... file per entry of every
+	// directory it rewrites; packed, that check is a lookup in memory. Only
+	// for commands that write new blobs: the bulk path compresses a file
+	// before it knows the blob exists, so a command that mostly finds its
+	// blobs written already is faster without it. Older gits, which would
+	// write one pack per blob, write them loose as before.
+	PackBlobs bool
+
 	// Date is the author and committer date of any commit made; the zero value
 	// means now. Checkpoints pass their timestamp, so --now makes ids reproducible.
 	Date time.Time
@@ -91,6 +103,9 @@ func (s Shadow) overrides() []string {
 		"color.ui=false",
 		"user.useConfigOnly=false",
 		"init.defaultBranch=rewind",
+	}
+	if s.PackBlobs && BulkCheckinPacks() {
+		kv = append(kv, "core.bigFileThreshold=1")
 	}
 	if s.SplitIndexFile != "" && s.SplitIndexFile == s.IndexFile {
 		// A shared part stays a day after the last index that named it: a

@@ -129,6 +129,22 @@ func Version(ctx context.Context) (string, error) {
 	return gitVersion, nil
 }
 
+// bulkCheckinVersion is the first git whose update-index gathers the blobs
+// of its bulk check-in into one pack (it begins an object database
+// transaction); before it, each blob over core.bigFileThreshold became a pack
+// of its own.
+const bulkCheckinVersion = "2.37"
+
+// BulkCheckinPacks reports whether the git on PATH writes the blobs one
+// update-index hashes into a single pack when they go through the bulk
+// check-in (see Shadow.PackBlobs).
+func BulkCheckinPacks() bool {
+	if _, err := gitPath(); err != nil {
+		return false
+	}
+	return atLeast(gitVersion, bulkCheckinVersion)
+}
+
 // parseVersion takes "git version 2.39.5" (or "git version 2.39.3 (Apple Git-146)")
 // and returns "2.39.5".
 func parseVersion(out string) string {

@@ -88,11 +88,13 @@ func (p *progressLine) update(step string, done, total int) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if step != p.step {
-		p.step, p.stepStart = step, p.now()
-	}
 	if done < p.done && step == p.step && total == p.total {
 		return // a late report from a reader that ran ahead
+	}
+	if step != p.step {
+		// (After the check above: a new step's first count is below the
+		// last step's, and is no late report.)
+		p.step, p.stepStart = step, p.now()
 	}
 	p.done, p.total = done, total
 	p.draw(false)
