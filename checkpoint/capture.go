@@ -298,6 +298,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			}
 		}
 		s.preimport(ctx, cached.base, changed, remove)
+		defer s.consolidatePacks(ctx)
 	}
 	s.prewrite(ctx, fresh)
 	if len(update) > 0 {

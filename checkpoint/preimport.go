@@ -34,7 +34,7 @@ const importRef = "refs/rewind/import"
 // and writes whatever is missing (a file changed again meanwhile, a base that
 // is not the index's tree), so failures here are ignored.
 func (s *Store) preimport(ctx context.Context, base string, update []verdict, remove []string) {
-	if base == "" || len(update) > preimportMax || len(update)+len(remove) == 0 {
+	if base == "" || len(update) > preimportMax || len(update)+len(remove) == 0 || !gitexec.AtLeast(geometricVersion) {
 		return
 	}
 	defer gitexec.TraceStep(fmt.Sprintf("%d changes written as one pack", len(update)+len(remove)), time.Now())
@@ -91,6 +91,29 @@ func (s *Store) writeImport(w io.Writer, base string, update []verdict, remove [
 	}
 	_, err := io.WriteString(w, "done\n")
 	return err
+}
+
+// geometricVersion is the first git with repack --geometric, which
+// consolidatePacks needs; preimport, which makes a pack per capture, waits
+// for it too (and fast-import's root tree replacement is long there).
+const geometricVersion = "2.32"
+
+// packsMax is the number of packs past which a capture merges the small ones:
+// each object lookup that misses reads every pack's index.
+var packsMax = 32
+
+// consolidatePacks merges the store's small packs (one per capture that
+// preimport wrote) into larger ones, keeping every object they hold, once
+// there are more than packsMax of them. A failure costs only time.
+func (s *Store) consolidatePacks(ctx context.Context) {
+	packs, _ := filepath.Glob(filepath.Join(s.gitDir(), "objects", "pack", "pack-*.idx"))
+	if len(packs) <= packsMax || !gitexec.AtLeast(geometricVersion) {
+		return
+	}
+	defer gitexec.TraceStep(fmt.Sprintf("%d packs merged", len(packs)), time.Now())
+	if _, err := s.git().Run(ctx, "repack", "-d", "-q", "--geometric=2"); err != nil {
+		s.warnTrace("repack: %v", err)
+	}
 }
 
 // readNoFollow reads a regular file, never through a symlink put in its

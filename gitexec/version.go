@@ -145,6 +145,15 @@ func BulkCheckinPacks() bool {
 	return atLeast(gitVersion, bulkCheckinVersion)
 }
 
+// AtLeast reports whether the git on PATH is version v or newer (false when
+// there is no usable git).
+func AtLeast(v string) bool {
+	if _, err := gitPath(); err != nil {
+		return false
+	}
+	return atLeast(gitVersion, v)
+}
+
 // parseVersion takes "git version 2.39.5" (or "git version 2.39.3 (Apple Git-146)")
 // and returns "2.39.5".
 func parseVersion(out string) string {
