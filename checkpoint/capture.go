@@ -157,9 +157,9 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	// Files changed from here on may have been hashed in the same second as
 	// their change; see the end.
 	start := time.Now()
-	// A directory changed from a second before the capture began on may have
-	// changed while git listed it: the listing cache keeps it to list again.
-	dirsSince := dirRacyCut(start)
+	// A directory changed just before the capture began, or since, may have
+	// changed while git listed it: the listing cache keeps it to list again
+	// (dirRacyCut).
 	if err := s.writeExcludes(); err != nil {
 		return nil, err
 	}
@@ -176,16 +176,17 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	var h *held
 	var indexed, differ []byte
 	var cached *statCache
-	var trusted bool
+	var trusted, fine bool
 	var listing *listCache
 	parallel(
 		func() error { cached = s.readStatCache(); return nil },
 		func() error {
-			if trusted = s.dirCacheTrusted(); trusted {
+			if trusted, fine = s.dirCacheTrusted(); trusted {
 				listing = s.readListCache()
 			}
 			return nil
 		})
+	dirsSince := dirRacyCut(start, fine)
 	jobs := []func() error{func() (err error) { h, err = s.hold(ctx, listing, trusted); return err }}
 	jobs = append(jobs, func() (err error) {
 		differ, err = g.Run(ctx, "diff-files", "-z", "--name-only", "--no-ext-diff")
@@ -426,10 +427,18 @@ func (s *Store) looseObject(id string) bool {
 }
 
 // dirRacyCut is the time from which a directory's change makes the listing
-// cache list it again: a second before the second the capture began, so that
-// whole-second times and a clock read a tick late are covered. (A test moves
-// it to the capture's start, to see the cache used between quick steps.)
-var dirRacyCut = func(start time.Time) time.Time { return start.Truncate(time.Second).Add(-time.Second) }
+// cache list it again. On a file system with times finer than a second
+// (fine), a tenth of a second before the capture began: the kernel stamps
+// them from a clock that may lag a tick (a few milliseconds) behind the one
+// rewind reads. Else a second before the second it began, so that
+// whole-second times are covered too. (A test moves it to the capture's
+// start, to see the cache used between quick steps.)
+var dirRacyCut = func(start time.Time, fine bool) time.Time {
+	if fine {
+		return start.Add(-100 * time.Millisecond)
+	}
+	return start.Truncate(time.Second).Add(-time.Second)
+}
 
 // prewriteMin is the number of files to hash from which prewrite pays for its
 // extra processes.

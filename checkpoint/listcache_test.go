@@ -69,11 +69,11 @@ func TestListCacheSameCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	without.Now = withCache.Now
-	if !withCache.dirCacheTrusted() {
+	if !trustedHere(withCache) {
 		t.Skip("the listing cache does not trust this file system")
 	}
-	defer func(cut func(time.Time) time.Time) { dirRacyCut = cut }(dirRacyCut)
-	dirRacyCut = func(start time.Time) time.Time { return start }
+	defer func(cut func(time.Time, bool) time.Time) { dirRacyCut = cut }(dirRacyCut)
+	dirRacyCut = func(start time.Time, _ bool) time.Time { return start }
 
 	home := t.TempDir()
 	t.Setenv("HOME", home)
@@ -232,7 +232,7 @@ func TestListCacheSameCheckpoints(t *testing.T) {
 func TestListCacheRacyDirectory(t *testing.T) {
 	ctx := context.Background()
 	s, wt := newStore(t)
-	if !s.dirCacheTrusted() {
+	if !trustedHere(s) {
 		t.Skip("the listing cache does not trust this file system")
 	}
 	mustWrite(t, filepath.Join(wt, "d/a.txt"), "a")
@@ -260,21 +260,25 @@ func TestDirCacheTrustedProbe(t *testing.T) {
 	if err := s.ensure(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	first := s.dirCacheTrusted()
+	first, fine := s.dirCacheTrusted()
 	data, err := os.ReadFile(s.scratchFile("fscheck"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[bool]string{true: "trusted\n", false: "untrusted\n"}[first]; !strings.HasSuffix(string(data), " "+want) {
+	want := map[bool]string{true: " trusted\n", false: " untrusted\n"}[first]
+	if fine {
+		want = " trusted fine\n"
+	}
+	if !strings.HasSuffix(string(data), want) {
 		t.Fatalf("rewind-fscheck = %q, want it to end in %q", data, want)
 	}
 	// A verdict for another file system is not this one's.
 	os.WriteFile(s.scratchFile("fscheck"), []byte("1 other trusted\n"), 0o600)
-	if got := s.dirCacheTrusted(); got != first {
+	if got, _ := s.dirCacheTrusted(); got != first {
 		t.Fatalf("after a verdict for another file system: %v, want %v", got, first)
 	}
 	t.Setenv("REWIND_DIR_CACHE", "off")
-	if s.dirCacheTrusted() {
+	if trustedHere(s) {
 		t.Fatal("REWIND_DIR_CACHE=off left the cache on")
 	}
 }
@@ -285,7 +289,7 @@ func TestDirCacheTrustedProbe(t *testing.T) {
 func TestListCacheBuiltOnceNote(t *testing.T) {
 	ctx := context.Background()
 	s, wt := newStore(t)
-	if !s.dirCacheTrusted() {
+	if !trustedHere(s) {
 		t.Skip("the listing cache does not trust this file system")
 	}
 	var notes []string
@@ -331,11 +335,11 @@ func TestListCacheParentGitignore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.dirCacheTrusted() {
+	if !trustedHere(s) {
 		t.Skip("the listing cache does not trust this file system")
 	}
-	defer func(cut func(time.Time) time.Time) { dirRacyCut = cut }(dirRacyCut)
-	dirRacyCut = func(start time.Time) time.Time { return start }
+	defer func(cut func(time.Time, bool) time.Time) { dirRacyCut = cut }(dirRacyCut)
+	dirRacyCut = func(start time.Time, _ bool) time.Time { return start }
 	time.Sleep(15 * time.Millisecond)
 	if _, err := s.Create(ctx, CreateOptions{Reason: "one", Source: "test"}); err != nil {
 		t.Fatal(err)
@@ -358,8 +362,8 @@ func TestListCacheParentGitignore(t *testing.T) {
 // steps take their listing from the cache, whole or in part, as they do a
 // few seconds apart.
 func TestRulePropertyDirCache(t *testing.T) {
-	defer func(cut func(time.Time) time.Time) { dirRacyCut = cut }(dirRacyCut)
-	dirRacyCut = func(start time.Time) time.Time { return start }
+	defer func(cut func(time.Time, bool) time.Time) { dirRacyCut = cut }(dirRacyCut)
+	dirRacyCut = func(start time.Time, _ bool) time.Time { return start }
 	seeds, steps := 2, 120
 	if os.Getenv("REWIND_SOAK") != "" {
 		seeds, steps = 10, 400
@@ -376,4 +380,9 @@ func TestRulePropertyDirCache(t *testing.T) {
 	if whole == 0 || part == 0 {
 		t.Errorf("the listing cache was used whole %d times and in part %d times; want both", whole, part)
 	}
+}
+
+func trustedHere(s *Store) bool {
+	trusted, _ := s.dirCacheTrusted()
+	return trusted
 }

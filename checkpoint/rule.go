@@ -154,7 +154,7 @@ func (s *Store) hold(ctx context.Context, cache *listCache, trusted bool) (*held
 
 // maxRelisted is the most directories a capture lists again by pathspec;
 // past it, the whole tree.
-const maxRelisted = 64
+const maxRelisted = 512
 
 // add sorts listed entries into paths (and h.tracked) by the rule, and
 // returns the nested repositories found, to be listed by their own rules.
