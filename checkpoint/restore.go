@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -161,11 +162,8 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 	if err := s.apply(ctx, view, plan, target, cur, files); err != nil {
 		return nil, err
 	}
-	if err := os.Remove(s.restoreMarker()); err != nil {
-		return nil, err
-	}
-	cps, _ = s.List(ctx)
-	return res, s.writeManifest(cps)
+	// (The safety checkpoint wrote the manifest; nothing since changed it.)
+	return res, os.Remove(s.restoreMarker())
 }
 
 // restorePlan is what a restore writes, removes and leaves alone.
@@ -182,6 +180,7 @@ type restorePlan struct {
 	// it (so that its undo, which sees only the second, sets them back), and
 	// those it makes.
 	heldDirs []string
+	recorded map[string]bool // the directories held now, whose bits the safety checkpoint recorded
 	// ignoredAfter are files held now that the checkpoint's ignore rules,
 	// which the restore brings back, ignore: untouched, their bits too.
 	ignoredAfter map[string]bool
@@ -350,7 +349,7 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, v *t
 			}
 		}
 	}
-	p.heldDirs, p.ignoredAfter = s.heldDirs(target, cur, v, p, rules, files)
+	p.heldDirs, p.recorded, p.ignoredAfter = s.heldDirs(target, cur, v, p, rules, files)
 	p.chmod = s.permChanges(v, p, target, cur, true)
 	sort.Slice(p.kept, func(i, j int) bool { return p.kept[i].Path < p.kept[j].Path })
 	return p, nil
@@ -360,14 +359,14 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, v *t
 // restorePlan.heldDirs), and the files held now that the checkpoint's rules
 // ignore once it is restored. A directory is held when it lies above a held
 // file, or is an empty one the rule holds.
-func (s *Store) heldDirs(target *Checkpoint, cur *capture, v *targetView, p *restorePlan, rules *targetRules, files []string) ([]string, map[string]bool) {
+func (s *Store) heldDirs(target *Checkpoint, cur *capture, v *targetView, p *restorePlan, rules *targetRules, files []string) (dirs []string, recorded, ignoredAfter map[string]bool) {
 	if target.meta == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	// Held after: the files held now that stay, and those written, minus
 	// those the restored rules ignore (only when they differ from now's: a
 	// rule evaluation per file).
-	ignoredAfter := map[string]bool{}
+	ignoredAfter = map[string]bool{}
 	ignores := func(f string) bool { return !cur.held.tracked[f] && rules.ignores(f, false) }
 	if v.rulesChange(target) {
 		for f := range cur.inTree {
@@ -380,8 +379,7 @@ func (s *Store) heldDirs(target *Checkpoint, cur *capture, v *targetView, p *res
 	for _, r := range p.remove {
 		removed[r] = true
 	}
-	// Directories left without a held file: count what each directory holds
-	// directly (files, and directories still held), then take away.
+	// Directories left without a held file.
 	gone := map[string]bool{}
 	for f := range ignoredAfter {
 		gone[f] = true
@@ -391,18 +389,14 @@ func (s *Store) heldDirs(target *Checkpoint, cur *capture, v *targetView, p *res
 	}
 	after := v.curDirs
 	if len(gone) > 0 {
-		direct := map[string]int{}
+		// Only the directories of what goes can lose their last file.
+		direct := map[string]bool{}
 		for f := range cur.inTree {
-			if !gone[f] {
-				direct[path.Dir(f)]++
+			if i := strings.LastIndexByte(f, '/'); i > 0 && !gone[f] {
+				direct[f[:i]] = true
 			}
 		}
-		after = map[string]bool{}
-		for d := range direct {
-			for ; d != "." && !after[d]; d = path.Dir(d) {
-				after[d] = true
-			}
-		}
+		after = withParents(direct)
 	}
 	heldAfter := func(d string) bool { return after[d] }
 	extra := map[string]bool{} // held after beyond after: parents of writes, empty directories
@@ -451,20 +445,20 @@ func (s *Store) heldDirs(target *Checkpoint, cur *capture, v *targetView, p *res
 			}
 		}
 	}
+	recorded = maps.Clone(before) // the directories whose bits the safety checkpoint read
 	for _, d := range p.mkdir {
 		before[d] = true
 	}
 	for _, d := range p.newDirs {
 		before[d] = true
 	}
-	var dirs []string
 	for d := range before {
 		if v.hasDir(d) && underAny(d, files) && (heldAfter(d) || extra[d]) {
 			dirs = append(dirs, d)
 		}
 	}
 	sort.Strings(dirs)
-	return dirs, ignoredAfter
+	return dirs, before, ignoredAfter
 }
 
 // underAny reports whether p lies in one of the restore's --file paths (any
@@ -825,8 +819,20 @@ func (s *Store) permChanges(v *targetView, p *restorePlan, target *Checkpoint, c
 			differs(c, tm.filePerm(c, exec(e)), false)
 		}
 	}
+	// A directory the safety checkpoint recorded with the bits the target
+	// wants is left as it is (it read them a moment ago): only the others,
+	// and those the restore makes, are looked at.
+	made := map[string]bool{}
+	for _, d := range p.mkdir {
+		made[d] = true
+	}
+	for _, d := range p.newDirs {
+		made[d] = true
+	}
 	for _, d := range p.heldDirs {
-		differs(d, tm.dirPerm(d), true)
+		if made[d] || !p.recorded[d] || cur.meta.dirPerm(d) != tm.dirPerm(d) {
+			differs(d, tm.dirPerm(d), true)
+		}
 	}
 	return out
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/rewind-cli/rewind/gitexec"
 )
 
 // targetView is what a restore knows of its target's tree. A whole restore
@@ -30,8 +32,10 @@ type targetView struct {
 	metaDirs   map[string]bool // the target's recorded directories without files
 
 	deleted map[string]bool // files the target does not have that the state now's tree has
-	cur     *capture
-	root    string // the work tree
+	// curIgnoreFiles are the .gitignore files and .rewindignore held now.
+	curIgnoreFiles []string
+	cur            *capture
+	root           string // the work tree
 }
 
 // hasDir reports whether d is a directory of the target: a parent of one of
@@ -85,7 +89,7 @@ func (s *Store) viewTarget(ctx context.Context, target *Checkpoint, cur *capture
 		}
 	}
 	args := []string{"diff-tree", "-r", "-t", "-z", "--raw", "--no-abbrev", "--no-renames", cur.tree, target.Tree, "--"}
-	out, err := s.git().Run(ctx, append(args, literal(files)...)...)
+	out, err := s.treeGit().Run(ctx, append(args, literal(files)...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -122,25 +126,33 @@ func (s *Store) viewTarget(ctx context.Context, target *Checkpoint, cur *capture
 			}
 		}
 	}
-	v.curDirs = dirsOf(cur.inTree)
+	// One pass over the files held now (the only cost here that grows with
+	// the tree): their directories, and the ignore files among them.
+	direct := map[string]bool{}
+	for f := range cur.inTree {
+		if i := strings.LastIndexByte(f, '/'); i > 0 {
+			direct[f[:i]] = true
+		}
+		if strings.HasSuffix(f, "ignore") && isIgnoreFile(f) {
+			v.curIgnoreFiles = append(v.curIgnoreFiles, f)
+		}
+	}
+	v.curDirs = withParents(direct)
 	return v, nil
 }
 
-// dirsOf returns every directory above the given files.
-func dirsOf(files map[string]bool) map[string]bool {
-	// Count the files of each directory first: far fewer directories than
-	// files, so the walk up to the root is done once a directory.
-	direct := map[string]bool{}
-	for f := range files {
-		direct[path.Dir(f)] = true
-	}
-	dirs := map[string]bool{}
-	for d := range direct {
-		for ; d != "." && !dirs[d]; d = path.Dir(d) {
-			dirs[d] = true
+// isIgnoreFile reports whether a path is one rulesOf reads.
+func isIgnoreFile(p string) bool { return p == ".rewindignore" || path.Base(p) == ".gitignore" }
+
+// withParents returns the directories and every directory above them.
+func withParents(dirs map[string]bool) map[string]bool {
+	all := make(map[string]bool, len(dirs))
+	for d := range dirs {
+		for ; d != "." && !all[d]; d = path.Dir(d) {
+			all[d] = true
 		}
 	}
-	return dirs
+	return all
 }
 
 // rawChange is one line of diff-tree --raw.
@@ -165,7 +177,7 @@ func parseRawDiff(out []byte) ([]rawChange, error) {
 			return nil, fmt.Errorf("no path after %q", head)
 		}
 		f := strings.Fields(strings.TrimPrefix(string(head), ":"))
-		if head[0] != ':' || len(f) != 5 || len(f[4]) == 0 || len(p) == 0 {
+		if !bytes.HasPrefix(head, []byte(":")) || len(f) != 5 || len(f[4]) == 0 || len(p) == 0 {
 			return nil, fmt.Errorf("unexpected line %q", head)
 		}
 		changes = append(changes, rawChange{oldMode: f[0], newMode: f[1], newID: f[3], status: f[4][:1], path: string(p)})
@@ -179,10 +191,9 @@ func parseRawDiff(out []byte) ([]rawChange, error) {
 // now holds (which the target has too unless the diff deleted them) and those
 // the diff adds, looked up by path.
 func (s *Store) ignoreEntries(ctx context.Context, target *Checkpoint, v *targetView) (map[string]string, error) {
-	isIgnoreFile := func(p string) bool { return p == ".rewindignore" || path.Base(p) == ".gitignore" }
 	var names []string
-	for p := range v.cur.inTree {
-		if isIgnoreFile(p) && !v.deleted[p] {
+	for _, p := range v.curIgnoreFiles {
+		if !v.deleted[p] {
 			names = append(names, p)
 		}
 	}
@@ -220,7 +231,7 @@ func (s *Store) ignoreEntries(ctx context.Context, target *Checkpoint, v *target
 // repositories do.
 func (v *targetView) rulesChange(target *Checkpoint) bool {
 	for _, c := range v.changes {
-		if c.Path == ".rewindignore" || path.Base(c.Path) == ".gitignore" {
+		if isIgnoreFile(c.Path) {
 			return true
 		}
 	}
@@ -235,4 +246,13 @@ func (v *targetView) rulesChange(target *Checkpoint) bool {
 		return strings.Join(now, "\x00") != strings.Join(target.meta.repos, "\x00")
 	}
 	return false
+}
+
+// treeGit runs git commands that read only objects, with an index that does
+// not exist: diff-tree reads the index at its start, which costs as much as
+// the diff itself at 100,000 files and tells it nothing.
+func (s *Store) treeGit() gitexec.Shadow {
+	g := s.git()
+	g.IndexFile = s.scratchFile("no-index") // never written
+	return g
 }
