@@ -162,8 +162,13 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 	if err := s.apply(ctx, view, plan, target, cur, files); err != nil {
 		return nil, err
 	}
-	// (The safety checkpoint wrote the manifest; nothing since changed it.)
-	return res, os.Remove(s.restoreMarker())
+	if err := os.Remove(s.restoreMarker()); err != nil {
+		return nil, err
+	}
+	// The manifest again, in the order List gives (the safety checkpoint
+	// wrote it with itself last, whatever the time of a procedure's row).
+	cps, _ = s.List(ctx)
+	return res, s.writeManifest(cps)
 }
 
 // restorePlan is what a restore writes, removes and leaves alone.
