@@ -152,23 +152,36 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 	for _, p := range plan.write {
 		ids = append(ids, entryID(view.entries[p]))
 	}
-	if err := s.checkReadable(ctx, ids); err != nil {
+	// The writes come from a scratch index holding only them (checkout-index
+	// writes from an index; a whole tree's would cost a full index write).
+	// Filling it and reading every object to write touch nothing of the work
+	// tree: side by side, before the first change.
+	staged := s.git()
+	staged.IndexFile = s.restoreIndex()
+	os.Remove(staged.IndexFile) // a leftover of a restore killed here; the store lock is held
+	defer os.Remove(staged.IndexFile)
+	if err := parallel(
+		func() error { return s.checkReadable(ctx, ids) },
+		func() error { return stage(ctx, staged, view.entries, plan.write) },
+	); err != nil {
 		return nil, err
 	}
-
 	if err := s.markRestore(target, res.Safety, files); err != nil {
 		return nil, err
 	}
-	if err := s.apply(ctx, view, plan, target, cur, files); err != nil {
+	if err := s.apply(ctx, staged, view, plan, target, cur, files); err != nil {
 		return nil, err
 	}
 	if err := os.Remove(s.restoreMarker()); err != nil {
 		return nil, err
 	}
-	// The manifest again, in the order List gives (the safety checkpoint
-	// wrote it with itself last, whatever the time of a procedure's row).
-	cps, _ = s.List(ctx)
-	return res, s.writeManifest(cps)
+	// The safety checkpoint wrote the manifest with itself last: List's order
+	// unless a procedure's row (by its time) comes after it.
+	if slices.ContainsFunc(cps, func(c *Checkpoint) bool { return c.Procedure }) {
+		cps, _ = s.List(ctx)
+		return res, s.writeManifest(cps)
+	}
+	return res, nil
 }
 
 // restorePlan is what a restore writes, removes and leaves alone.
@@ -631,7 +644,7 @@ func (s *Store) checkHeld(target *Checkpoint, entries map[string]string, files [
 // emptied go too, unless the checkpoint has them. Then the writes, checked one
 // by one (a write git could not make fails the restore, never silently), the
 // checkpoint's empty directories, and the permission bits it recorded.
-func (s *Store) apply(ctx context.Context, v *targetView, p *restorePlan, target *Checkpoint, cur *capture, files []string) error {
+func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView, p *restorePlan, target *Checkpoint, cur *capture, files []string) error {
 	emptied := map[string]bool{}
 	for i, r := range p.remove {
 		if i%256 == 0 || i == len(p.remove)-1 {
@@ -697,7 +710,7 @@ func (s *Store) apply(ctx context.Context, v *targetView, p *restorePlan, target
 		old := unix.Umask(0o077)
 		defer unix.Umask(old)
 	}
-	if err := s.checkout(ctx, v.entries, p.write); err != nil {
+	if err := s.checkout(ctx, staged, v.entries, p.write); err != nil {
 		return err
 	}
 	for _, d := range p.mkdir {
@@ -714,17 +727,11 @@ func (s *Store) apply(ctx context.Context, v *targetView, p *restorePlan, target
 	return s.setPerms(v, p, target, cur, oldPerms)
 }
 
-// checkout writes paths from a scratch index holding only them (checkout-index
-// writes from an index; a whole tree's would cost a full index write), then
-// checks each is there.
-func (s *Store) checkout(ctx context.Context, entries map[string]string, write []string) error {
+// stage fills the scratch index g writes from with the paths to write.
+func stage(ctx context.Context, g gitexec.Shadow, entries map[string]string, write []string) error {
 	if len(write) == 0 {
 		return nil
 	}
-	g := s.git()
-	g.IndexFile = s.restoreIndex()
-	os.Remove(g.IndexFile) // a leftover of a restore killed here; the store lock is held
-	defer os.Remove(g.IndexFile)
 	var info bytes.Buffer
 	for _, w := range write {
 		e, ok := entries[w]
@@ -734,8 +741,15 @@ func (s *Store) checkout(ctx context.Context, entries map[string]string, write [
 		info.WriteString(e)
 		info.WriteByte(0)
 	}
-	if _, err := g.RunInput(ctx, &info, "update-index", "--add", "-z", "--index-info"); err != nil {
-		return err
+	_, err := g.RunInput(ctx, &info, "update-index", "--add", "-z", "--index-info")
+	return err
+}
+
+// checkout writes paths from the scratch index g (see stage), then checks
+// each is there.
+func (s *Store) checkout(ctx context.Context, g gitexec.Shadow, entries map[string]string, write []string) error {
+	if len(write) == 0 {
+		return nil
 	}
 	if _, err := g.RunInput(ctx, s.countPaths("writing files", nulJoin(write), len(write), new(atomic.Int64)), "checkout-index", "--force", "-z", "--stdin"); err != nil {
 		return err
