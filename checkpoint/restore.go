@@ -154,19 +154,27 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 	}
 	// The writes come from a scratch index holding only them (checkout-index
 	// writes from an index; a whole tree's would cost a full index write).
-	// Filling it and reading every object to write touch nothing of the work
-	// tree: side by side, before the first change.
+	// Filling it, reading every object to write and writing the marker of a
+	// restore under way touch nothing of the work tree: side by side, before
+	// the first change.
 	staged := s.git()
 	staged.IndexFile = s.restoreIndex()
 	os.Remove(staged.IndexFile) // a leftover of a restore killed here; the store lock is held
 	defer os.Remove(staged.IndexFile)
+	interrupted, err := s.interruptedRestore()
+	if err != nil {
+		return nil, err
+	}
 	if err := parallel(
 		func() error { return s.checkReadable(ctx, ids) },
 		func() error { return stage(ctx, staged, view.entries, plan.write) },
+		func() error { return s.markRestore(target, res.Safety, files) },
 	); err != nil {
-		return nil, err
-	}
-	if err := s.markRestore(target, res.Safety, files); err != nil {
+		// Nothing was changed: no restore is under way (but an
+		// interrupted one, whose marker stays).
+		if interrupted == nil {
+			os.Remove(s.restoreMarker())
+		}
 		return nil, err
 	}
 	if err := s.apply(ctx, staged, view, plan, target, cur, files); err != nil {

@@ -103,4 +103,8 @@ func TestRestoreMissingObject(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(wt, "b.txt")); string(data) != "changed\n" {
 		t.Errorf("b.txt is %q", data)
 	}
+	// Nothing was changed: no restore is left under way.
+	if err := s.Interrupted(); err != nil {
+		t.Errorf("after a restore that changed nothing: %v", err)
+	}
 }
