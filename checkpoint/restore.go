@@ -207,9 +207,6 @@ type restorePlan struct {
 	// those it makes.
 	heldDirs []string
 	recorded map[string]bool // the directories held now, whose bits the safety checkpoint recorded
-	// ignoredAfter are files held now that the checkpoint's ignore rules,
-	// which the restore brings back, ignore: untouched, their bits too.
-	ignoredAfter map[string]bool
 }
 
 // plan decides, by the rule, what a restore to target does from the state cur.
@@ -260,11 +257,9 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, v *t
 	// delete it, nor write one that the restored rules would ignore right
 	// after (it would be in no checkpoint then, and its undo could not touch
 	// it). A file the project tracks is held whatever the rules say.
-	var ruleFiles map[string]string // nil: rulesOf lists the whole tree
-	if !v.listed {
-		if ruleFiles, err = s.ignoreEntries(ctx, target, v); err != nil {
-			return nil, err
-		}
+	ruleFiles, err := s.ignoreEntries(ctx, target, v, files)
+	if err != nil {
+		return nil, err
 	}
 	rules, err := s.rulesOf(ctx, target, cur.held, ruleFiles)
 	if err != nil {
@@ -375,95 +370,23 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, v *t
 			}
 		}
 	}
-	p.heldDirs, p.recorded, p.ignoredAfter = s.heldDirs(target, cur, v, p, rules, files)
+	p.heldDirs, p.recorded = s.heldDirs(target, cur, v, p, rules, files)
 	p.chmod = s.permChanges(v, p, target, cur, true)
 	sort.Slice(p.kept, func(i, j int) bool { return p.kept[i].Path < p.kept[j].Path })
 	return p, nil
 }
 
 // heldDirs lists the checkpoint's directories whose bits a restore sets (see
-// restorePlan.heldDirs), and the files held now that the checkpoint's rules
-// ignore once it is restored. A directory is held when it lies above a held
-// file, or is an empty one the rule holds.
-func (s *Store) heldDirs(target *Checkpoint, cur *capture, v *targetView, p *restorePlan, rules *targetRules, files []string) (dirs []string, recorded, ignoredAfter map[string]bool) {
+// restorePlan.heldDirs), and those of them whose bits the safety checkpoint
+// recorded. Held before: above a file held now, an empty directory held now,
+// or one the restore makes. Not held after: when the restore brings back
+// ignore rules that differ, a directory they ignore that holds no tracked
+// file, unless the checkpoint recorded it as held.
+func (s *Store) heldDirs(target *Checkpoint, cur *capture, v *targetView, p *restorePlan, rules *targetRules, files []string) (dirs []string, recorded map[string]bool) {
 	if target.meta == nil {
-		return nil, nil, nil
+		return nil, nil
 	}
-	// Held after: the files held now that stay, and those written, minus
-	// those the restored rules ignore (only when they differ from now's: a
-	// rule evaluation per file).
-	ignoredAfter = map[string]bool{}
-	ignores := func(f string) bool { return !cur.held.tracked[f] && rules.ignores(f, false) }
-	if v.rulesChange(target) {
-		for f := range cur.inTree {
-			if ignores(f) {
-				ignoredAfter[f] = true
-			}
-		}
-	}
-	removed := map[string]bool{}
-	for _, r := range p.remove {
-		removed[r] = true
-	}
-	// Directories left without a held file.
-	gone := map[string]bool{}
-	for f := range ignoredAfter {
-		gone[f] = true
-	}
-	for f := range removed {
-		gone[f] = true
-	}
-	after := v.curDirs
-	if len(gone) > 0 {
-		// Only the directories of what goes can lose their last file.
-		direct := map[string]bool{}
-		for f := range cur.inTree {
-			if i := strings.LastIndexByte(f, '/'); i > 0 && !gone[f] {
-				direct[f[:i]] = true
-			}
-		}
-		after = withParents(direct)
-	}
-	heldAfter := func(d string) bool { return after[d] }
-	extra := map[string]bool{} // held after beyond after: parents of writes, empty directories
-	addWithParents := func(f string) {
-		for d := path.Dir(f); d != "." && !extra[d]; d = path.Dir(d) {
-			extra[d] = true
-		}
-	}
-	for _, w := range p.write {
-		if !ignores(w) {
-			addWithParents(w)
-		}
-	}
-	rmdir := map[string]bool{}
-	for _, d := range p.rmdir {
-		rmdir[d] = true
-	}
-	var empties []string
-	empties = append(empties, p.mkdir...)
-	for d := range v.metaDirs {
-		empties = append(empties, d)
-	}
-	if cur.meta != nil {
-		for _, d := range cur.meta.dirs {
-			if !rmdir[d] {
-				empties = append(empties, d)
-			}
-		}
-	}
-	for _, d := range empties {
-		if !rules.ignores(d, true) {
-			extra[d] = true
-			addWithParents(d)
-		}
-	}
-	// Held before: above a file held now, an empty directory held now; and
-	// those the restore makes.
-	before := map[string]bool{}
-	for d := range v.curDirs {
-		before[d] = true
-	}
+	before := maps.Clone(v.curDirs)
 	if cur.meta != nil {
 		for _, d := range cur.meta.dirs {
 			for ; d != "." && !before[d]; d = path.Dir(d) {
@@ -471,20 +394,31 @@ func (s *Store) heldDirs(target *Checkpoint, cur *capture, v *targetView, p *res
 			}
 		}
 	}
-	recorded = maps.Clone(before) // the directories whose bits the safety checkpoint read
+	recorded = maps.Clone(before)
 	for _, d := range p.mkdir {
 		before[d] = true
 	}
 	for _, d := range p.newDirs {
 		before[d] = true
 	}
+	ignoredAfter := func(string) bool { return false }
+	if v.rulesChange(target) {
+		tracked := map[string]bool{}
+		for f := range cur.held.tracked {
+			if i := strings.LastIndexByte(f, '/'); i > 0 {
+				tracked[f[:i]] = true
+			}
+		}
+		tracked = withParents(tracked)
+		ignoredAfter = func(d string) bool { return rules.ignores(d, true) && !tracked[d] && !v.metaDirs[d] }
+	}
 	for d := range before {
-		if v.hasDir(d) && underAny(d, files) && (heldAfter(d) || extra[d]) {
+		if v.hasDir(d) && underAny(d, files) && !ignoredAfter(d) {
 			dirs = append(dirs, d)
 		}
 	}
 	sort.Strings(dirs)
-	return dirs, before, ignoredAfter
+	return dirs, recorded
 }
 
 // underAny reports whether p lies in one of the restore's --file paths (any
@@ -838,7 +772,7 @@ func (s *Store) permChanges(v *targetView, p *restorePlan, target *Checkpoint, c
 	sort.Strings(check)
 	seen := map[string]bool{}
 	for _, c := range check {
-		if seen[c] || written[c] || kept[c] || !cur.inTree[c] || p.ignoredAfter[c] || strings.HasSuffix(c, "/") {
+		if seen[c] || written[c] || kept[c] || !cur.inTree[c] || strings.HasSuffix(c, "/") {
 			continue
 		}
 		seen[c] = true

@@ -187,14 +187,30 @@ func parseRawDiff(out []byte) ([]rawChange, error) {
 }
 
 // ignoreEntries returns the target's .gitignore files and .rewindignore, as
-// rulesOf reads them from entries, without listing the tree: those the state
-// now holds (which the target has too unless the diff deleted them) and those
-// the diff adds, looked up by path.
-func (s *Store) ignoreEntries(ctx context.Context, target *Checkpoint, v *targetView) (map[string]string, error) {
+// rulesOf reads them from entries, without listing the tree: for a whole
+// restore, those the state now holds (which the target has too unless the
+// diff deleted them) and those the diff adds; for a --file restore, those
+// below its paths and in the directories above them, the only ones that
+// decide for what it touches.
+func (s *Store) ignoreEntries(ctx context.Context, target *Checkpoint, v *targetView, files []string) (map[string]string, error) {
 	var names []string
-	for _, p := range v.curIgnoreFiles {
-		if !v.deleted[p] {
-			names = append(names, p)
+	if v.listed {
+		above := map[string]bool{".rewindignore": true}
+		for _, f := range files {
+			for d := path.Dir(f); ; d = path.Dir(d) {
+				if d == "." {
+					above[".gitignore"] = true
+					break
+				}
+				above[d+"/.gitignore"] = true
+			}
+		}
+		names = sortedKeys(above)
+	} else {
+		for _, p := range v.curIgnoreFiles {
+			if !v.deleted[p] {
+				names = append(names, p)
+			}
 		}
 	}
 	entries := map[string]string{}
