@@ -703,7 +703,7 @@ func (s *Store) changedPaths(ctx context.Context, from, to string, prefixes ...s
 	for _, p := range prefixes {
 		args = append(args, ":(literal)"+p)
 	}
-	out, err := s.git().Run(ctx, args...)
+	out, err := s.treeGit().Run(ctx, args...)
 	if err != nil {
 		return nil, err
 	}

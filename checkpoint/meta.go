@@ -322,29 +322,65 @@ func (s *Store) readBlobs(ctx context.Context, ids []string) ([][]byte, error) {
 
 // checkReadable reads every object a restore will write, before it writes
 // anything: a damaged store must fail the restore before the first change,
-// never halfway through it.
+// never halfway through it. One cat-file reads them whole (which finds a
+// damaged one) and names a missing one.
 func (s *Store) checkReadable(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	list := strings.Join(ids, "\n") + "\n"
-	out, err := s.git().RunInput(ctx, strings.NewReader(list), "cat-file", "--batch-check")
-	if err == nil {
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.HasSuffix(line, " missing") {
-				err = fmt.Errorf("object %s is missing", strings.TrimSuffix(line, " missing"))
-				break
-			}
-		}
-	}
-	if err == nil {
-		// Reading every object whole finds one that is damaged.
-		err = s.git().Stream(ctx, strings.NewReader(list), io.Discard, "cat-file", "--batch")
+	check := &batchCheck{}
+	err := s.git().Stream(ctx, strings.NewReader(list), check, "cat-file", "--batch")
+	if err == nil && check.missing != "" {
+		err = fmt.Errorf("object %s is missing", check.missing)
 	}
 	if err != nil {
 		return fmt.Errorf("the store cannot read what the checkpoint holds (nothing was changed): %w", err)
 	}
 	return nil
+}
+
+// batchCheck reads cat-file --batch output as it comes, keeping only the
+// first object reported missing.
+type batchCheck struct {
+	line    []byte // a header line read in part
+	skip    int    // bytes of content (and its newline) still to pass over
+	missing string
+}
+
+func (b *batchCheck) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		if b.skip > 0 {
+			k := min(b.skip, len(p))
+			b.skip -= k
+			p = p[k:]
+			continue
+		}
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			b.line = append(b.line, p...)
+			break
+		}
+		header := string(append(b.line, p[:i]...))
+		b.line, p = b.line[:0], p[i+1:]
+		f := strings.Fields(header)
+		switch {
+		case len(f) == 2 && f[1] == "missing":
+			if b.missing == "" {
+				b.missing = f[0]
+			}
+		case len(f) == 3:
+			size, err := strconv.Atoi(f[2])
+			if err != nil || size < 0 {
+				return 0, fmt.Errorf("cat-file: unexpected header %q", header)
+			}
+			b.skip = size + 1
+		default:
+			return 0, fmt.Errorf("cat-file: unexpected header %q", header)
+		}
+	}
+	return n, nil
 }
 
 // openNoFollow flags: never through a symlink, never wait on a fifo.

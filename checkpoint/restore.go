@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -12,7 +13,9 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+	"time"
 
+	"github.com/rewind-cli/rewind/gitexec"
 	"golang.org/x/sys/unix"
 )
 
@@ -81,12 +84,17 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 		max = DefaultMaxFileSize
 	}
 
-	entries, err := s.treeEntries(ctx, target.Tree, files)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.checkHeld(target, entries, files); err != nil {
-		return nil, err
+	// A --file restore lists the tree below its paths (a typo must fail
+	// before the safety checkpoint); a whole one learns the target from its
+	// diff with the state now.
+	var listed map[string]string
+	if len(files) > 0 {
+		if listed, err = s.treeEntries(ctx, target.Tree, files); err != nil {
+			return nil, err
+		}
+		if err := s.checkHeld(target, listed, files); err != nil {
+			return nil, err
+		}
 	}
 	// The state now, as the rule holds it: the safety checkpoint (a dry run
 	// only looks).
@@ -113,10 +121,16 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 			}
 		}
 	}
-	plan, err := s.plan(ctx, target, cur, entries, files)
+	planned := time.Now()
+	view, err := s.viewTarget(ctx, target, cur, files, listed)
 	if err != nil {
 		return nil, err
 	}
+	plan, err := s.plan(ctx, target, cur, view, files)
+	if err != nil {
+		return nil, err
+	}
+	gitexec.TraceStep("restore plan", planned)
 	res.Write, res.Remove, res.Kept, res.Failed = plan.write, plan.remove, plan.kept, plan.failed
 	res.Mkdir, res.Rmdir = plan.mkdir, plan.rmdir
 	for _, c := range plan.chmod {
@@ -132,52 +146,78 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 	if opt.DryRun {
 		return res, nil
 	}
+	written := time.Now()
+	defer gitexec.TraceStep("restore writes", written)
 	var ids []string
 	for _, p := range plan.write {
-		ids = append(ids, entryID(entries[p]))
+		ids = append(ids, entryID(view.entries[p]))
 	}
-	if err := s.checkReadable(ctx, ids); err != nil {
+	// The writes come from a scratch index holding only them (checkout-index
+	// writes from an index; a whole tree's would cost a full index write).
+	// Filling it, reading every object to write and writing the marker of a
+	// restore under way touch nothing of the work tree: side by side, before
+	// the first change.
+	staged := s.git()
+	staged.IndexFile = s.restoreIndex()
+	os.Remove(staged.IndexFile) // a leftover of a restore killed here; the store lock is held
+	defer os.Remove(staged.IndexFile)
+	interrupted, err := s.interruptedRestore()
+	if err != nil {
 		return nil, err
 	}
-
-	if err := s.markRestore(target, res.Safety, files); err != nil {
+	if err := parallel(
+		func() error { return s.checkReadable(ctx, ids) },
+		func() error { return stage(ctx, staged, view.entries, plan.write) },
+		func() error { return s.markRestore(target, res.Safety, files) },
+	); err != nil {
+		// Nothing was changed: no restore is under way (but an
+		// interrupted one, whose marker stays).
+		if interrupted == nil {
+			os.Remove(s.restoreMarker())
+		}
 		return nil, err
 	}
-	if err := s.apply(ctx, entries, plan, target, cur, files); err != nil {
+	if err := s.apply(ctx, staged, view, plan, target, cur, files); err != nil {
 		return nil, err
 	}
 	if err := os.Remove(s.restoreMarker()); err != nil {
 		return nil, err
 	}
-	cps, _ = s.List(ctx)
-	return res, s.writeManifest(cps)
+	// The safety checkpoint wrote the manifest with itself last: List's order
+	// unless a procedure's row (by its time) comes after it.
+	if slices.ContainsFunc(cps, func(c *Checkpoint) bool { return c.Procedure }) {
+		cps, _ = s.List(ctx)
+		return res, s.writeManifest(cps)
+	}
+	return res, nil
 }
 
 // restorePlan is what a restore writes, removes and leaves alone.
 type restorePlan struct {
 	write, remove []string
 	kept          []Skipped
-	failed        []Skipped       // kept paths it was asked to write and cannot
-	mkdir         []string        // the checkpoint's directories without files, missing now
-	newDirs       []string        // the checkpoint's directories that are none now, which its writes make
-	rmdir         []string        // empty directories now that the checkpoint did not have
-	dirs          map[string]bool // every directory of the checkpoint
-	chmod         []permChange    // bits to set beyond the files written (as things are before it)
+	failed        []Skipped // kept paths it was asked to write and cannot
+	mkdir         []string  // the checkpoint's directories without files, missing now
+	newDirs       []string  // the checkpoint's directories that are none now, which its writes make
+	rmdir         []string  // empty directories now that the checkpoint did not have
+	chmod         []permChange
+	// heldDirs are the checkpoint's directories whose bits the restore sets:
+	// those that hold what the rule holds both before the restore and after
+	// it (so that its undo, which sees only the second, sets them back), and
+	// those it makes.
+	heldDirs []string
+	recorded map[string]bool // the directories held now, whose bits the safety checkpoint recorded
 }
 
 // plan decides, by the rule, what a restore to target does from the state cur.
-func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, entries map[string]string, files []string) (*restorePlan, error) {
-	changes, err := s.changedPaths(ctx, cur.tree, target.Tree, files...)
-	if err != nil {
-		return nil, err
-	}
+func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, v *targetView, files []string) (*restorePlan, error) {
 	// A file the checkpoint skipped (over the size limit, unreadable, in a
 	// directory it could not read) was there when it was taken: the
 	// checkpoint knows nothing of its content and never deletes it.
 	wasSkipped := skippedBy(target.Skipped)
 	p := &restorePlan{}
 	var added, removals []string
-	for _, c := range changes {
+	for _, c := range v.changes {
 		switch {
 		case c.Status == "D" && wasSkipped(c.Path):
 		case c.Status == "D":
@@ -217,11 +257,11 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, entr
 	// delete it, nor write one that the restored rules would ignore right
 	// after (it would be in no checkpoint then, and its undo could not touch
 	// it). A file the project tracks is held whatever the rules say.
-	whole := entries
-	if len(files) > 0 {
-		whole = nil // entries lists only the --file paths
+	ruleFiles, err := s.ignoreEntries(ctx, target, v, files)
+	if err != nil {
+		return nil, err
 	}
-	rules, err := s.rulesOf(ctx, target, cur.held, whole)
+	rules, err := s.rulesOf(ctx, target, cur.held, ruleFiles)
 	if err != nil {
 		return nil, err
 	}
@@ -276,20 +316,23 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, entr
 			}
 		}
 	}
-	// The checkpoint's directories (the restore gives bits to those that hold
-	// what the rule holds now; see permChanges).
-	p.dirs = map[string]bool{}
-	for e := range entries {
-		for d := path.Dir(e); d != "." && !p.dirs[d]; d = path.Dir(d) {
-			p.dirs[d] = true
+	// The checkpoint's directories that are none now: the parents of the
+	// files it writes, or its recorded ones.
+	made := map[string]bool{}
+	for _, w := range p.write {
+		for d := path.Dir(w); d != "." && !made[d]; d = path.Dir(d) {
+			made[d] = true
 		}
 	}
-	if target.meta != nil {
-		for _, d := range target.meta.dirs {
-			p.dirs[d] = true
+	for d := range v.metaDirs {
+		made[d] = true
+	}
+	for d := range made {
+		if v.curDirs[d] && !v.deletedDirs[d] {
+			delete(made, d) // a directory now, holding what the rule holds
 		}
 	}
-	dirList := sortedKeys(p.dirs)
+	dirList := sortedKeys(made)
 	missing := make([]bool, len(dirList))
 	forEach(len(dirList), func(i int) {
 		fi, err := os.Lstat(filepath.Join(s.WorkTree, dirList[i]))
@@ -306,7 +349,7 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, entr
 	if target.meta != nil && cur.meta != nil {
 		var cand []string
 		for _, d := range cur.meta.dirs {
-			if !p.dirs[d] && underAny(d, files) && !rules.ignores(d, true) {
+			if !v.hasDir(d) && underAny(d, files) && !rules.ignores(d, true) {
 				cand = append(cand, d)
 			}
 		}
@@ -327,9 +370,55 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, entr
 			}
 		}
 	}
-	p.chmod = s.permChanges(entries, p, target, cur, files, true)
+	p.heldDirs, p.recorded = s.heldDirs(target, cur, v, p, rules, files)
+	p.chmod = s.permChanges(v, p, target, cur, true)
 	sort.Slice(p.kept, func(i, j int) bool { return p.kept[i].Path < p.kept[j].Path })
 	return p, nil
+}
+
+// heldDirs lists the checkpoint's directories whose bits a restore sets (see
+// restorePlan.heldDirs), and those of them whose bits the safety checkpoint
+// recorded. Held before: above a file held now, an empty directory held now,
+// or one the restore makes. Not held after: when the restore brings back
+// ignore rules that differ, a directory they ignore that holds no tracked
+// file, unless the checkpoint recorded it as held.
+func (s *Store) heldDirs(target *Checkpoint, cur *capture, v *targetView, p *restorePlan, rules *targetRules, files []string) (dirs []string, recorded map[string]bool) {
+	if target.meta == nil {
+		return nil, nil
+	}
+	before := maps.Clone(v.curDirs)
+	if cur.meta != nil {
+		for _, d := range cur.meta.dirs {
+			for ; d != "." && !before[d]; d = path.Dir(d) {
+				before[d] = true
+			}
+		}
+	}
+	recorded = maps.Clone(before)
+	for _, d := range p.mkdir {
+		before[d] = true
+	}
+	for _, d := range p.newDirs {
+		before[d] = true
+	}
+	ignoredAfter := func(string) bool { return false }
+	if v.rulesChange(target) {
+		tracked := map[string]bool{}
+		for f := range cur.held.tracked {
+			if i := strings.LastIndexByte(f, '/'); i > 0 {
+				tracked[f[:i]] = true
+			}
+		}
+		tracked = withParents(tracked)
+		ignoredAfter = func(d string) bool { return rules.ignores(d, true) && !tracked[d] && !v.metaDirs[d] }
+	}
+	for d := range before {
+		if v.hasDir(d) && underAny(d, files) && !ignoredAfter(d) {
+			dirs = append(dirs, d)
+		}
+	}
+	sort.Strings(dirs)
+	return dirs, recorded
 }
 
 // underAny reports whether p lies in one of the restore's --file paths (any
@@ -497,8 +586,7 @@ func (s *Store) checkHeld(target *Checkpoint, entries map[string]string, files [
 // emptied go too, unless the checkpoint has them. Then the writes, checked one
 // by one (a write git could not make fails the restore, never silently), the
 // checkpoint's empty directories, and the permission bits it recorded.
-func (s *Store) apply(ctx context.Context, entries map[string]string, p *restorePlan, target *Checkpoint, cur *capture, files []string) error {
-	targetDirs := p.dirs
+func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView, p *restorePlan, target *Checkpoint, cur *capture, files []string) error {
 	emptied := map[string]bool{}
 	for i, r := range p.remove {
 		if i%256 == 0 || i == len(p.remove)-1 {
@@ -511,7 +599,7 @@ func (s *Store) apply(ctx context.Context, entries map[string]string, p *restore
 		if err := os.Remove(full); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove %s: %w", r, err)
 		}
-		for d := path.Dir(r); d != "." && !targetDirs[d]; d = path.Dir(d) {
+		for d := path.Dir(r); d != "." && !v.hasDir(d); d = path.Dir(d) {
 			emptied[d] = true
 		}
 	}
@@ -564,7 +652,7 @@ func (s *Store) apply(ctx context.Context, entries map[string]string, p *restore
 		old := unix.Umask(0o077)
 		defer unix.Umask(old)
 	}
-	if err := s.checkout(ctx, entries, p.write); err != nil {
+	if err := s.checkout(ctx, staged, v.entries, p.write); err != nil {
 		return err
 	}
 	for _, d := range p.mkdir {
@@ -578,20 +666,14 @@ func (s *Store) apply(ctx context.Context, entries map[string]string, p *restore
 			s.warn("did not make the directory %s: %v", d, err)
 		}
 	}
-	return s.setPerms(entries, p, target, cur, oldPerms, files)
+	return s.setPerms(v, p, target, cur, oldPerms)
 }
 
-// checkout writes paths from a scratch index holding only them (checkout-index
-// writes from an index; a whole tree's would cost a full index write), then
-// checks each is there.
-func (s *Store) checkout(ctx context.Context, entries map[string]string, write []string) error {
+// stage fills the scratch index g writes from with the paths to write.
+func stage(ctx context.Context, g gitexec.Shadow, entries map[string]string, write []string) error {
 	if len(write) == 0 {
 		return nil
 	}
-	g := s.git()
-	g.IndexFile = s.restoreIndex()
-	os.Remove(g.IndexFile) // a leftover of a restore killed here; the store lock is held
-	defer os.Remove(g.IndexFile)
 	var info bytes.Buffer
 	for _, w := range write {
 		e, ok := entries[w]
@@ -601,8 +683,15 @@ func (s *Store) checkout(ctx context.Context, entries map[string]string, write [
 		info.WriteString(e)
 		info.WriteByte(0)
 	}
-	if _, err := g.RunInput(ctx, &info, "update-index", "--add", "-z", "--index-info"); err != nil {
-		return err
+	_, err := g.RunInput(ctx, &info, "update-index", "--add", "-z", "--index-info")
+	return err
+}
+
+// checkout writes paths from the scratch index g (see stage), then checks
+// each is there.
+func (s *Store) checkout(ctx context.Context, g gitexec.Shadow, entries map[string]string, write []string) error {
+	if len(write) == 0 {
+		return nil
 	}
 	if _, err := g.RunInput(ctx, s.countPaths("writing files", nulJoin(write), len(write), new(atomic.Int64)), "checkout-index", "--force", "-z", "--stdin"); err != nil {
 		return err
@@ -632,10 +721,10 @@ type permChange struct {
 // on disk, for what the restore may touch: files it writes (unless preview:
 // their bits are set after the write), files the safety checkpoint holds and
 // the restore does not leave alone, whose bits differ between now and then
-// (the two records tell which), and the checkpoint's directories that hold
-// what the rule holds now, or that it makes. Nothing through a symlink, nothing
-// ignored or kept. An older checkpoint, without recorded bits, sets none.
-func (s *Store) permChanges(entries map[string]string, p *restorePlan, target *Checkpoint, cur *capture, files []string, preview bool) []permChange {
+// (the two records tell which), and the directories of plan.heldDirs. Nothing
+// through a symlink, nothing ignored or kept. An older checkpoint, without
+// recorded bits, sets none.
+func (s *Store) permChanges(v *targetView, p *restorePlan, target *Checkpoint, cur *capture, preview bool) []permChange {
 	tm := target.meta
 	if tm == nil {
 		return nil
@@ -659,35 +748,18 @@ func (s *Store) permChanges(entries map[string]string, p *restorePlan, target *C
 		kept[k.Path] = true
 	}
 	written := map[string]bool{}
-	// Directories whose bits the safety checkpoint recorded (those holding
-	// what the rule holds now, and its empty ones), so that the undo sets them
-	// back, and those the restore makes.
-	held := map[string]bool{}
-	addParents := func(f string) {
-		for d := path.Dir(f); d != "." && !held[d]; d = path.Dir(d) {
-			held[d] = true
-		}
-	}
 	for _, w := range p.write {
 		written[w] = true
-		if e := entries[w]; regular(e) && !preview {
+		if e := v.entries[w]; regular(e) && !preview {
 			differs(w, tm.filePerm(w, exec(e)), false)
 		}
 	}
-	for f := range cur.inTree {
-		addParents(f)
-	}
-	for _, d := range cur.meta.dirs {
-		held[d] = true
-		addParents(d)
-	}
-	for _, d := range append(append([]string{}, p.mkdir...), p.newDirs...) {
-		held[d] = true
-	}
+	// The files both hold: those whose recorded bits differ, or every one
+	// when the usual bits do.
 	var check []string
 	if cur.meta.base != tm.base {
-		for e := range entries {
-			check = append(check, e)
+		for f := range cur.inTree {
+			check = append(check, f)
 		}
 	} else {
 		for k := range tm.perms {
@@ -704,19 +776,24 @@ func (s *Store) permChanges(entries map[string]string, p *restorePlan, target *C
 			continue
 		}
 		seen[c] = true
-		if e, ok := entries[c]; ok && regular(e) && cur.meta.filePerm(c, exec(e)) != tm.filePerm(c, exec(e)) {
+		if e, ok := v.entry(c); ok && regular(e) && cur.meta.filePerm(c, exec(e)) != tm.filePerm(c, exec(e)) {
 			differs(c, tm.filePerm(c, exec(e)), false)
 		}
 	}
-	var dirs []string
-	for d := range p.dirs {
-		if held[d] && underAny(d, files) {
-			dirs = append(dirs, d)
-		}
+	// A directory the safety checkpoint recorded with the bits the target
+	// wants is left as it is (it read them a moment ago): only the others,
+	// and those the restore makes, are looked at.
+	made := map[string]bool{}
+	for _, d := range p.mkdir {
+		made[d] = true
 	}
-	sort.Strings(dirs)
-	for _, d := range dirs {
-		differs(d, tm.dirPerm(d), true)
+	for _, d := range p.newDirs {
+		made[d] = true
+	}
+	for _, d := range p.heldDirs {
+		if made[d] || !p.recorded[d] || cur.meta.dirPerm(d) != tm.dirPerm(d) {
+			differs(d, tm.dirPerm(d), true)
+		}
 	}
 	return out
 }
@@ -724,8 +801,8 @@ func (s *Store) permChanges(entries map[string]string, p *restorePlan, target *C
 // setPerms gives files and directories the bits the checkpoint recorded, after
 // the writes. Without recorded bits (an older checkpoint), a file rewritten in
 // place keeps its bits beyond the executable one (oldPerms).
-func (s *Store) setPerms(entries map[string]string, p *restorePlan, target *Checkpoint, cur *capture, oldPerms map[string]os.FileMode, files []string) error {
-	changes := s.permChanges(entries, p, target, cur, files, false)
+func (s *Store) setPerms(v *targetView, p *restorePlan, target *Checkpoint, cur *capture, oldPerms map[string]os.FileMode) error {
+	changes := s.permChanges(v, p, target, cur, false)
 	for w, old := range oldPerms {
 		if fi, err := os.Lstat(filepath.Join(s.WorkTree, w)); err == nil && fi.Mode().IsRegular() {
 			if want := old&^0o111 | fi.Mode().Perm()&0o111; want != fi.Mode().Perm() {
