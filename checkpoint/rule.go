@@ -580,7 +580,8 @@ type targetRules struct {
 
 // rulesOf reads the ignore files a checkpoint's tree holds, with the
 // repositories it recorded (those of now for a checkpoint that recorded none).
-// entries, when it lists the whole tree, spares listing it again.
+// entries, when given, holds at least every ignore file of the tree (a
+// restore looks them up by path), and spares listing the whole tree.
 func (s *Store) rulesOf(ctx context.Context, c *Checkpoint, h *held, entries map[string]string) (*targetRules, error) {
 	r := &targetRules{gitignore: map[string]ignorePatterns{}, repos: h.repos}
 	if c.meta != nil {
