@@ -188,8 +188,9 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		})
 	dirsSince := dirRacyCut(start, fine)
 	jobs := []func() error{func() (err error) { h, err = s.hold(ctx, listing, trusted); return err }}
+	var differWarn string
 	jobs = append(jobs, func() (err error) {
-		differ, err = g.Run(ctx, "diff-files", "-z", "--name-only", "--no-ext-diff")
+		differ, differWarn, err = g.RunWarn(ctx, "diff-files", "-z", "--name-only", "--no-ext-diff")
 		return err
 	})
 	if cached == nil {
@@ -211,6 +212,17 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	var inIndex []string // the index's paths, in order
 	var unchanged func(i int, k statKey) bool
 	var known func(i int) (statKey, bool)
+	// A file diff-files could not look at (a directory without search
+	// permission: git says so on stderr, and leaves it out) is not known to
+	// be as the index holds it: then every file is looked at.
+	if cached != nil && strings.TrimSpace(differWarn) != "" {
+		gitexec.TraceStep("diff-files could not look at every file: all looked at", start)
+		cached = nil
+		var err error
+		if indexed, err = g.Run(ctx, "ls-files", "-z", "--cached"); err != nil {
+			return nil, err
+		}
+	}
 	if cached != nil {
 		inIndex = cached.paths
 		prior := make([]int32, len(paths)) // 1 + the cache's entry for paths[i], or 0

@@ -76,6 +76,11 @@ func (s Shadow) overrides() []string {
 		"core.sparseCheckout=false",
 		"core.symlinks=true",
 		"core.fileMode=true",
+		// diff-files must see every change of a file's stat data (a
+		// chmod moves only the ctime): rewind trusts it to say which files
+		// are as the index holds them.
+		"core.trustctime=true",
+		"core.checkStat=default",
 		"core.ignoreCase=false",
 		"core.precomposeUnicode=false",
 		// The NTFS and HFS+ name checks protect checkouts on those file
