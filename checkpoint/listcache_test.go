@@ -386,3 +386,62 @@ func trustedHere(s *Store) bool {
 	trusted, _ := s.dirCacheTrusted()
 	return trusted
 }
+
+func TestExcludesFile(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	for _, c := range []struct {
+		config string
+		want   string
+		ok     bool
+	}{
+		{"", filepath.Join(home, ".config/git/ignore"), true},
+		{"core.excludesfile\n/a/x\x00core.excludesfile\n~/y\x00", filepath.Join(home, "y"), true},
+		{"core.excludesFile\nrel/z\x00", "rel/z", true}, // the caller puts it under the top
+		{"core.excludesfile\n~other/z\x00", "", false},
+		{"core.excludesfile\n%(prefix)/etc/ignore\x00", "", false},
+	} {
+		got, ok := excludesFile([]byte(c.config))
+		if got != c.want || ok != c.ok {
+			t.Errorf("excludesFile(%q) = %q, %v; want %q, %v", c.config, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// TestListCacheRelativeExcludesFile checks a work tree below its
+// repository's top whose core.excludesFile is a relative path: git reads it
+// from the top, and a change to it is seen though no directory changed.
+func TestListCacheRelativeExcludesFile(t *testing.T) {
+	ctx := context.Background()
+	repo := t.TempDir()
+	repo, _ = filepath.EvalSymlinks(repo)
+	gitIn(t, repo, "init", "-q")
+	gitIn(t, repo, "config", "core.excludesFile", "my-excludes")
+	mustWrite(t, filepath.Join(repo, "my-excludes"), "*.log\n")
+	wt := filepath.Join(repo, "sub")
+	mustWrite(t, filepath.Join(wt, "a.log"), "a")
+	mustWrite(t, filepath.Join(wt, "a.txt"), "a")
+	s, err := Open(wt, filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !trustedHere(s) {
+		t.Skip("the listing cache does not trust this file system")
+	}
+	defer func(cut func(time.Time, bool) time.Time) { dirRacyCut = cut }(dirRacyCut)
+	dirRacyCut = func(start time.Time, _ bool) time.Time { return start }
+	time.Sleep(15 * time.Millisecond)
+	if _, err := s.Create(ctx, CreateOptions{Reason: "one", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(repo, "my-excludes"), "*.txt\n")
+	time.Sleep(15 * time.Millisecond)
+	made, err := s.Create(ctx, CreateOptions{Reason: "two", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := freshTree(t, wt); made.Checkpoint.Tree != got {
+		t.Fatalf("after the excludes file changed: tree %s, a fresh store's %s", made.Checkpoint.Tree, got)
+	}
+}

@@ -237,9 +237,20 @@ func (s *Store) listingInputs(h *held, rewindIgnore []byte, revParse []string, c
 			}
 			return filepath.Join(s.WorkTree, p)
 		}
-		stamp, err := indexStamp(abs(revParse[1]))
+		top := filepath.Clean(revParse[3])
+		if !within(filepath.ToSlash(s.WorkTree), filepath.ToSlash(top)) {
+			return nil // (a path spelled otherwise: nothing to walk up)
+		}
+		index := abs(revParse[1])
+		stamp, err := indexStamp(index)
 		if err != nil {
 			stamp = []byte("no index: " + errText(err))
+		} else if bytes.Count(stamp[len(stamp)-20:], []byte{0}) == 20 {
+			// No checksum (index.skipHash, git 2.40 and later): the file's
+			// own stat data tells a rewrite (git renames a new one in).
+			if fi, err := os.Lstat(index); err == nil {
+				stamp = append(stamp, fmt.Sprint(keyOf(fi))...)
+			}
 		}
 		field(string(stamp))
 		field(readOrWhy(abs(revParse[2])))
@@ -248,13 +259,12 @@ func (s *Store) listingInputs(h *held, rewindIgnore []byte, revParse []string, c
 		if !ok {
 			return nil
 		}
-		field(readOrWhy(abs(excludes)))
+		if !filepath.IsAbs(excludes) {
+			excludes = filepath.Join(top, excludes) // git reads it from the top
+		}
+		field(readOrWhy(excludes))
 		// The .gitignore files above the work tree, up to the
 		// repository's top, apply to it too.
-		top := filepath.Clean(revParse[3])
-		if !within(filepath.ToSlash(s.WorkTree), filepath.ToSlash(top)) {
-			return nil // (a path spelled otherwise: nothing to walk up)
-		}
 		for dir := s.WorkTree; dir != top; {
 			dir = filepath.Dir(dir)
 			field(readOrWhy(filepath.Join(dir, ".gitignore")))
@@ -264,8 +274,9 @@ func (s *Store) listingInputs(h *held, rewindIgnore []byte, revParse []string, c
 }
 
 // excludesFile is the excludes file git reads given its config (git config
-// -z --list): core.excludesFile (the last one), or the XDG default. false:
-// a path rewind cannot resolve as git would (~user/).
+// -z --list): core.excludesFile (the last one), or the XDG default; a
+// relative path is the repository top's. false: a path rewind cannot
+// resolve as git would (~user/, %(prefix)/).
 func excludesFile(config []byte) (string, bool) {
 	file := ""
 	for _, entry := range bytes.Split(config, []byte{0}) {
@@ -283,7 +294,7 @@ func excludesFile(config []byte) (string, bool) {
 		return filepath.Join(home, ".config", "git", "ignore"), true
 	case strings.HasPrefix(file, "~/"):
 		return filepath.Join(home, file[2:]), true
-	case strings.HasPrefix(file, "~"):
+	case strings.HasPrefix(file, "~"), strings.HasPrefix(file, "%(prefix)"):
 		return "", false
 	}
 	return file, true
