@@ -178,21 +178,27 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	var cached *statCache
 	var trusted, fine bool
 	var listing *listCache
-	parallel(
+	var differWarn string
+	// git's diff-files (the lstat of every file, the longest step) runs
+	// beside the reading of the caches and the listing.
+	err := parallel(
+		func() (err error) {
+			differ, differWarn, err = g.RunWarn(ctx, "diff-files", "-z", "--name-only", "--no-ext-diff")
+			return err
+		},
 		func() error { cached = s.readStatCache(); return nil },
-		func() error {
+		func() (err error) {
 			if trusted, fine = s.dirCacheTrusted(); trusted {
 				listing = s.readListCache()
 			}
-			return nil
+			h, err = s.hold(ctx, listing, trusted)
+			return err
 		})
+	if err != nil {
+		return nil, err
+	}
 	dirsSince := dirRacyCut(start, fine)
-	jobs := []func() error{func() (err error) { h, err = s.hold(ctx, listing, trusted); return err }}
-	var differWarn string
-	jobs = append(jobs, func() (err error) {
-		differ, differWarn, err = g.RunWarn(ctx, "diff-files", "-z", "--name-only", "--no-ext-diff")
-		return err
-	})
+	var jobs []func() error
 	if cached == nil {
 		jobs = append(jobs, func() (err error) { indexed, err = g.Run(ctx, "ls-files", "-z", "--cached"); return err })
 	}
