@@ -3,9 +3,7 @@ package checkpoint
 import (
 	"os"
 	"path"
-	"path/filepath"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -57,46 +55,14 @@ func (d dirStat) look(root, rel string) (fileLook, error) {
 		if err != nil {
 			return fileLook{}, &os.PathError{Op: "lstat", Path: root + "/" + rel, Err: err}
 		}
-		fi := statInfo{st: &st}
-		return fileLook{fi.Mode(), st.Size, keyOfStat(&st)}, nil
+		return fileLook{fileMode(&st), st.Size, keyOfStat(&st)}, nil
 	}
 }
 
-// lstat is os.Lstat(full) for full, a file of the directory named name.
-func (d dirStat) lstat(full, name string) (os.FileInfo, error) {
-	if d.fd < 0 {
-		return os.Lstat(full)
-	}
-	st := &unix.Stat_t{}
-	for {
-		err := unix.Fstatat(d.fd, name, st, unix.AT_SYMLINK_NOFOLLOW)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &os.PathError{Op: "lstat", Path: full, Err: err}
-		}
-		return statInfo{name: filepath.Base(full), st: st}, nil
-	}
-}
-
-// statInfo is an os.FileInfo of a stat result, as os.Lstat makes it (but
-// for Sys, a *unix.Stat_t: ctime and keyOf take both).
-type statInfo struct {
-	name string
-	st   *unix.Stat_t
-}
-
-func (fi statInfo) Name() string       { return fi.name }
-func (fi statInfo) Size() int64        { return fi.st.Size }
-func (fi statInfo) ModTime() time.Time { return time.Unix(fi.st.Mtim.Sec, fi.st.Mtim.Nsec) }
-func (fi statInfo) IsDir() bool        { return fi.Mode().IsDir() }
-func (fi statInfo) Sys() any           { return fi.st }
-
-// Mode converts the stat mode as os does.
-func (fi statInfo) Mode() os.FileMode {
-	m := os.FileMode(fi.st.Mode & 0o777)
-	switch fi.st.Mode & syscall.S_IFMT {
+// fileMode converts a stat mode as os does.
+func fileMode(st *unix.Stat_t) os.FileMode {
+	m := os.FileMode(st.Mode & 0o777)
+	switch st.Mode & syscall.S_IFMT {
 	case syscall.S_IFBLK:
 		m |= os.ModeDevice
 	case syscall.S_IFCHR:
@@ -110,13 +76,13 @@ func (fi statInfo) Mode() os.FileMode {
 	case syscall.S_IFSOCK:
 		m |= os.ModeSocket
 	}
-	if fi.st.Mode&syscall.S_ISGID != 0 {
+	if st.Mode&syscall.S_ISGID != 0 {
 		m |= os.ModeSetgid
 	}
-	if fi.st.Mode&syscall.S_ISUID != 0 {
+	if st.Mode&syscall.S_ISUID != 0 {
 		m |= os.ModeSetuid
 	}
-	if fi.st.Mode&syscall.S_ISVTX != 0 {
+	if st.Mode&syscall.S_ISVTX != 0 {
 		m |= os.ModeSticky
 	}
 	return m
