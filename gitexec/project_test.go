@@ -37,6 +37,7 @@ func TestProjectReadsWithoutWriting(t *testing.T) {
 	for _, args := range [][]string{
 		{"rev-parse", "HEAD"},
 		{"branch", "--show-current"},
+		{"config", "-z", "--list"},
 		{"log", "-z", "--format=%H%x00%s"},
 		{"ls-files", "-z"},
 		{"cat-file", "-t", "HEAD"},
@@ -75,6 +76,10 @@ func TestProjectRefusesWrites(t *testing.T) {
 		{"archive", "-o" + filepath.Join(dir, "out.tar"), "HEAD"},
 		{"archive", "--remote=origin", "HEAD"},
 		{"gc"},
+		{"config", "user.name", "x"},
+		{"config", "--unset", "core.bare"},
+		{"config", "--list"},
+		{"config", "-z", "--list", "--file", filepath.Join(dir, "out")},
 		{},
 	} {
 		_, err := p.Run(context.Background(), args...)
