@@ -344,12 +344,23 @@ func TestListCacheBuiltOnceNote(t *testing.T) {
 // a .gitignore above it, rewritten at the same size, changes what it holds,
 // though no directory of the work tree changed.
 func TestListCacheParentGitignore(t *testing.T) {
+	subdirInputChange(t,
+		func(repo string) { mustWrite(t, filepath.Join(repo, ".gitignore"), "*.log\n") },
+		func(repo string) { mustWrite(t, filepath.Join(repo, ".gitignore"), "*.txt\n") })
+}
+
+// subdirInputChange checkpoints a work tree below its repository's top
+// (set up by before), changes an input of the listing there (change), and
+// checks the next checkpoint, though no directory of the work tree changed,
+// holds what a fresh store holds.
+func subdirInputChange(t *testing.T, before, change func(repo string)) {
+	t.Helper()
 	ctx := context.Background()
 	repo := t.TempDir()
 	repo, _ = filepath.EvalSymlinks(repo)
 	gitIn(t, repo, "init", "-q")
+	before(repo)
 	wt := filepath.Join(repo, "sub")
-	mustWrite(t, filepath.Join(repo, ".gitignore"), "*.log\n")
 	mustWrite(t, filepath.Join(wt, "a.log"), "a")
 	mustWrite(t, filepath.Join(wt, "a.txt"), "a")
 	s, err := Open(wt, filepath.Join(t.TempDir(), "store"))
@@ -365,14 +376,14 @@ func TestListCacheParentGitignore(t *testing.T) {
 	if _, err := s.Create(ctx, CreateOptions{Reason: "one", Source: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	mustWrite(t, filepath.Join(repo, ".gitignore"), "*.txt\n")
+	change(repo)
 	time.Sleep(15 * time.Millisecond)
 	made, err := s.Create(ctx, CreateOptions{Reason: "two", Source: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := freshTree(t, wt); made.Checkpoint.Tree != got {
-		t.Fatalf("after the .gitignore above changed: tree %s, a fresh store's %s", made.Checkpoint.Tree, got)
+		t.Fatalf("after the change: tree %s, a fresh store's %s", made.Checkpoint.Tree, got)
 	}
 }
 
@@ -434,35 +445,10 @@ func TestExcludesFile(t *testing.T) {
 // repository's top whose core.excludesFile is a relative path: git reads it
 // from the top, and a change to it is seen though no directory changed.
 func TestListCacheRelativeExcludesFile(t *testing.T) {
-	ctx := context.Background()
-	repo := t.TempDir()
-	repo, _ = filepath.EvalSymlinks(repo)
-	gitIn(t, repo, "init", "-q")
-	gitIn(t, repo, "config", "core.excludesFile", "my-excludes")
-	mustWrite(t, filepath.Join(repo, "my-excludes"), "*.log\n")
-	wt := filepath.Join(repo, "sub")
-	mustWrite(t, filepath.Join(wt, "a.log"), "a")
-	mustWrite(t, filepath.Join(wt, "a.txt"), "a")
-	s, err := Open(wt, filepath.Join(t.TempDir(), "store"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !trustedHere(s) {
-		t.Skip("the listing cache does not trust this file system")
-	}
-	defer func(cut func(time.Time, bool) time.Time) { dirRacyCut = cut }(dirRacyCut)
-	dirRacyCut = func(start time.Time, _ bool) time.Time { return start }
-	time.Sleep(15 * time.Millisecond)
-	if _, err := s.Create(ctx, CreateOptions{Reason: "one", Source: "test"}); err != nil {
-		t.Fatal(err)
-	}
-	mustWrite(t, filepath.Join(repo, "my-excludes"), "*.txt\n")
-	time.Sleep(15 * time.Millisecond)
-	made, err := s.Create(ctx, CreateOptions{Reason: "two", Source: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := freshTree(t, wt); made.Checkpoint.Tree != got {
-		t.Fatalf("after the excludes file changed: tree %s, a fresh store's %s", made.Checkpoint.Tree, got)
-	}
+	subdirInputChange(t,
+		func(repo string) {
+			gitIn(t, repo, "config", "core.excludesFile", "my-excludes")
+			mustWrite(t, filepath.Join(repo, "my-excludes"), "*.log\n")
+		},
+		func(repo string) { mustWrite(t, filepath.Join(repo, "my-excludes"), "*.txt\n") })
 }
