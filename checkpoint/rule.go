@@ -468,20 +468,72 @@ func (h *held) repoOf(p string) string {
 // does not as a file.)
 func (s *Store) ignoredNow(ctx context.Context, h *held, paths []string, isDir bool) (map[string]bool, error) {
 	ignored := map[string]bool{}
-	byRepo := map[string][]string{}
+	var ask, beyondLink []string
 	for _, p := range paths {
 		switch {
 		case h.tracked[p]:
 		case h.excludedByRewind(p, isDir) || hasGitComponent(p):
 			ignored[p] = true
-		case s.symlinkParent(p) || h.underOpaque(p):
-			// Beyond a symlink or a file, or in a submodule that is not
-			// checked out, git answers nothing ("beyond a symbolic link",
-			// "is in submodule"): only the patterns above apply.
+		case h.underOpaque(p):
+			// In a submodule that is not checked out git answers nothing
+			// ("is in submodule"): only the patterns above apply.
+		case s.symlinkParent(p) && s.linkAbove(p):
+			beyondLink = append(beyondLink, p)
 		default:
-			r := h.repoOf(p)
-			byRepo[r] = append(byRepo[r], p)
+			// Beyond a file git answers as for the directory it would be.
+			ask = append(ask, p)
 		}
+	}
+	if err := s.checkIgnore(ctx, h, ask, false, ignored); err != nil {
+		return nil, err
+	}
+	if len(beyondLink) == 0 {
+		return ignored, nil
+	}
+	// Beyond a symlink git answers nothing ("beyond a symbolic link"), yet a
+	// restore that turns the link into a directory must not write there what
+	// the rules now ignore: its undo could not take it away. Such a path is
+	// ignored when a directory above it that exists is (asked without the
+	// index, which would answer nothing for a directory holding tracked
+	// files), or when the .gitignore files of those directories match it.
+	// (Patterns of info/exclude and core.excludesFile are seen only through
+	// the directories.)
+	above := map[string]bool{}
+	rules := &targetRules{gitignore: map[string]ignorePatterns{}, repos: h.repos}
+	for _, p := range beyondLink {
+		for d := path.Dir(p); ; d = path.Dir(d) {
+			if d == "." {
+				rules.gitignore[""] = readIgnoreFile(filepath.Join(s.WorkTree, ".gitignore"))
+				break
+			}
+			if !s.notADir(d) && !above[d] {
+				above[d] = true
+				rules.gitignore[d] = readIgnoreFile(filepath.Join(s.WorkTree, d, ".gitignore"))
+			}
+		}
+	}
+	dirIgnored := map[string]bool{}
+	if err := s.checkIgnore(ctx, h, sortedKeys(above), true, dirIgnored); err != nil {
+		return nil, err
+	}
+	for _, p := range beyondLink {
+		ignored[p] = rules.ignores(p, isDir)
+		for d := path.Dir(p); d != "." && !ignored[p]; d = path.Dir(d) {
+			ignored[p] = dirIgnored[d]
+		}
+	}
+	return ignored, nil
+}
+
+// checkIgnore asks git which of paths its ignore rules match, each in the
+// innermost repository holding it, and marks those in ignored. Without the
+// index (noIndex), a tracked file or a directory holding one is judged by the
+// patterns alone.
+func (s *Store) checkIgnore(ctx context.Context, h *held, paths []string, noIndex bool, ignored map[string]bool) error {
+	byRepo := map[string][]string{}
+	for _, p := range paths {
+		r := h.repoOf(p)
+		byRepo[r] = append(byRepo[r], p)
 	}
 	for root, ps := range byRepo {
 		prefix := ""
@@ -495,24 +547,57 @@ func (s *Store) ignoredNow(ctx context.Context, h *held, paths []string, isDir b
 			in.WriteString("./" + strings.TrimPrefix(p, prefix))
 			in.WriteByte(0)
 		}
+		args := []string{"check-ignore", "-z", "--stdin"}
 		var out []byte
 		var err error
-		if root == "" && !h.inRepo {
+		switch {
+		case root == "" && !h.inRepo:
 			g := s.git()
 			g.IndexFile = s.scratchFile("list-index")
 			os.Remove(g.IndexFile)
-			out, err = g.RunInput(ctx, &in, "check-ignore", "--no-index", "-z", "--stdin")
-		} else {
-			out, err = gitexec.Project{Dir: filepath.Join(s.WorkTree, root)}.RunInput(ctx, &in, "check-ignore", "-z", "--stdin")
+			out, err = g.RunInput(ctx, &in, append(args, "--no-index")...)
+		case noIndex:
+			out, err = gitexec.Project{Dir: filepath.Join(s.WorkTree, root)}.RunInput(ctx, &in, append(args, "--no-index")...)
+		default:
+			out, err = gitexec.Project{Dir: filepath.Join(s.WorkTree, root)}.RunInput(ctx, &in, args...)
 		}
 		if err != nil && !exitedWith(err, 1) { // 1: none of them is ignored
-			return nil, err
+			return err
 		}
 		for _, p := range splitNul(out) {
 			ignored[prefix+strings.TrimPrefix(p, "./")] = true
 		}
 	}
-	return ignored, nil
+	return nil
+}
+
+// linkAbove reports whether a directory above p is a symlink (the first one
+// that is not a directory).
+func (s *Store) linkAbove(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if p[i] != '/' {
+			continue
+		}
+		fi, err := os.Lstat(filepath.Join(s.WorkTree, p[:i]))
+		if err != nil || !fi.IsDir() {
+			return err == nil && fi.Mode()&os.ModeSymlink != 0
+		}
+	}
+	return false
+}
+
+// readIgnoreFile reads the patterns of a .gitignore in the work tree (a
+// regular file only, as git reads them); none when there is none.
+func readIgnoreFile(name string) ignorePatterns {
+	fi, err := os.Lstat(name)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil
+	}
+	return parseIgnore(data)
 }
 
 func exitedWith(err error, code int) bool {
