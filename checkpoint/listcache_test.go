@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -451,4 +453,53 @@ func TestListCacheRelativeExcludesFile(t *testing.T) {
 			mustWrite(t, filepath.Join(repo, "my-excludes"), "*.log\n")
 		},
 		func(repo string) { mustWrite(t, filepath.Join(repo, "my-excludes"), "*.txt\n") })
+}
+
+// TestDirSetHolds: dirSet answers as underAny does, for paths in, below,
+// beside and above the directories (a name that only starts like one
+// included).
+func TestDirSetHolds(t *testing.T) {
+	dirs := []string{"a", "b/c", "b/c d", "x/y/z"}
+	set := newDirSet(dirs)
+	for _, p := range []string{"a", "a/f", "ab", "ab/f", "b", "b/c", "b/c/d/e", "b/cd", "b/c d/f", "b/c.d", "x/y", "x/y/z", "x/y/z/w", "x/y/zz", ""} {
+		if got, want := set.holds(p), underAny(p, dirs); got != want {
+			t.Errorf("%q: holds %v, underAny %v", p, got, want)
+		}
+	}
+}
+
+// TestReplaceUnder: the cache's paths under the relisted directories give way
+// to what the relisting found, in order and once each, whether the cache's
+// paths come sorted (merged) or not (sorted whole).
+func TestReplaceUnder(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	names := []string{"a", "a/b", "a/b/c", "a/b c", "a.b", "b", "b/x", "b-x", "c/d/e", "c/d"}
+	pick := func(n int) []string {
+		var out []string
+		for i := 0; i < n; i++ {
+			out = append(out, names[rng.Intn(len(names))]+fmt.Sprintf("/f%d", rng.Intn(4)))
+		}
+		return out
+	}
+	for round := 0; round < 500; round++ {
+		paths, fresh := pick(rng.Intn(20)), pick(rng.Intn(8))
+		if round%2 == 0 {
+			sort.Strings(paths)
+			paths = dedupeSorted(paths)
+		}
+		dirs := []string{names[rng.Intn(len(names))], names[rng.Intn(len(names))]}
+		var want []string
+		for _, p := range paths {
+			if !underAny(p, dirs) {
+				want = append(want, p)
+			}
+		}
+		want = append(want, fresh...)
+		sort.Strings(want)
+		want = dedupeSorted(want)
+		got := replaceUnder(append([]string(nil), paths...), newDirSet(dirs), append([]string(nil), fresh...))
+		if !slices.Equal(got, want) {
+			t.Fatalf("paths %q, dirs %q, fresh %q: got %q, want %q", paths, dirs, fresh, got, want)
+		}
+	}
 }

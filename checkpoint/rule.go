@@ -140,7 +140,7 @@ func (s *Store) hold(ctx context.Context, cache *listCache, trusted bool) (*held
 		root := queue[0]
 		queue = queue[1:]
 		h.repos = append(h.repos, root)
-		entries, err := s.listRepo(ctx, h, root)
+		entries, err := s.listRepo(ctx, h, root, false)
 		if err != nil {
 			return nil, err
 		}
@@ -192,21 +192,26 @@ func (s *Store) relist(ctx context.Context, h *held, cache *listCache, dirs []st
 		// full listing)
 		specs[i] = ":(literal)" + d
 	}
-	entries, err := s.listRepo(ctx, h, "", specs...)
+	// Only the untracked files: the project's index is the one the cache's
+	// listing read (its stamp is an input), so the tracked files are the
+	// cache's, and git need not match every index entry against every
+	// pathspec.
+	entries, err := s.listRepo(ctx, h, "", true, specs...)
 	if err != nil {
 		return false, err
-	}
-	for p := range cache.tracked {
-		if underAny(p, dirs) {
-			delete(cache.tracked, p)
-		}
 	}
 	h.tracked = cache.tracked
 	fresh, repos := h.add(nil, entries)
 	if len(repos) > 0 || len(h.unreadable) > 0 || len(h.opaque) > 0 {
 		return false, nil
 	}
-	h.paths = replaceUnder(cache.paths, dirs, fresh)
+	set := newDirSet(dirs)
+	for p := range cache.tracked {
+		if set.holds(p) {
+			fresh = append(fresh, p)
+		}
+	}
+	h.paths = replaceUnder(cache.paths, set, fresh)
 	h.repos = []string{""}
 	h.listedBy = fmt.Sprintf("the listing cache and git for %d changed directories", len(dirs))
 	return true, nil
@@ -317,9 +322,13 @@ type listed struct {
 
 // listRepo lists one repository's files (the work tree's own when root is ""
 // and the work tree is not in a repository: a plain listing with its
-// .gitignore files only), relative to the work tree.
-func (s *Store) listRepo(ctx context.Context, h *held, root string, pathspecs ...string) ([]listed, error) {
-	args := []string{"ls-files", "-z", "-t", "-s", "--cached", "--others"}
+// .gitignore files only), relative to the work tree; with untrackedOnly,
+// only the files its index does not hold.
+func (s *Store) listRepo(ctx context.Context, h *held, root string, untrackedOnly bool, pathspecs ...string) ([]listed, error) {
+	args := []string{"ls-files", "-z", "-t", "--others"}
+	if !untrackedOnly {
+		args = append(args, "-s", "--cached") // (-s lists the index's entries whatever else is asked)
+	}
 	for _, p := range DefaultExcludes {
 		// Command-line excludes come before every ignore file: an allow-list
 		// .gitignore ("*", "!*/") cannot bring node_modules/ back, and git
