@@ -309,24 +309,49 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			return nil, err
 		}
 	}
-	if cached != nil {
+	hash := func(infoOnly bool) error {
+		if len(update) == 0 {
+			return nil
+		}
+		args := []string{"update-index", "--add", "--remove", "--replace"}
+		if infoOnly {
+			args = append(args, "--info-only") // hash, write no object
+		}
+		input := s.countPaths("hashing files", nulJoin(update), len(update), new(atomic.Int64))
+		_, err := g.RunInput(ctx, input, append(args, "-z", "--stdin")...)
+		return err
+	}
+	// A small change: preimport writes its objects while update-index,
+	// beside it, only hashes the files into the index. write-tree then
+	// finds every object it names, or fails on the blob of a file changed
+	// between the two reads: then the files are hashed again, and written.
+	infoOnly := false
+	if cached != nil && preimportFits(cached.base, len(update), len(remove)) {
 		var changed []verdict
 		for _, v := range keep {
 			if !v.unchanged {
 				changed = append(changed, v)
 			}
 		}
-		s.preimport(ctx, cached.base, changed, remove)
+		if err := parallel(
+			func() error { infoOnly = s.preimport(ctx, cached.base, changed, remove); return nil },
+			func() error { return hash(true) },
+		); err != nil {
+			return nil, err
+		}
 		defer s.consolidatePacks(ctx)
-	}
-	s.prewrite(ctx, fresh)
-	if len(update) > 0 {
-		input := s.countPaths("hashing files", nulJoin(update), len(update), new(atomic.Int64))
-		if _, err := g.RunInput(ctx, input, "update-index", "--add", "--remove", "--replace", "-z", "--stdin"); err != nil {
+		if !infoOnly {
+			if err := hash(false); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		s.prewrite(ctx, fresh)
+		if err := hash(false); err != nil {
 			return nil, err
 		}
 	}
-	if cached != nil && len(update) == 0 && len(remove) == 0 && s.looseObject(cached.tree) {
+	if cached != nil && len(update) == 0 && len(remove) == 0 && s.hasObject(cached.tree) {
 		// The index is the one the stat cache describes, unchanged: so is
 		// its tree. (Only while the tree is still there: a git gc of the
 		// procedure's may have deleted it and the blobs only the index
@@ -334,6 +359,12 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		c.tree = cached.tree
 	} else {
 		out, err := g.Run(ctx, "write-tree")
+		if err != nil && infoOnly {
+			s.warnTrace("write-tree after the import: %v", err)
+			if err = hash(false); err == nil {
+				out, err = g.Run(ctx, "write-tree")
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -432,16 +463,6 @@ func (s *Store) buildMeta(ctx context.Context, c *capture, h *held, keep []verdi
 	s.writeListCache(&listCache{inputs: h.inputs, paths: h.paths, tracked: h.tracked, dirs: keys,
 		parents: parents, empty: empty, dirPerms: perms})
 	return unread, nil
-}
-
-// looseObject reports whether the store holds object id as a loose object
-// (a stat, where asking git costs a process).
-func (s *Store) looseObject(id string) bool {
-	if len(id) < 4 || !isHex(id) {
-		return false
-	}
-	_, err := os.Lstat(filepath.Join(s.gitDir(), "objects", id[:2], id[2:]))
-	return err == nil
 }
 
 // dirRacyCut is the time from which a directory's change makes the listing

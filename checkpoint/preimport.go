@@ -31,12 +31,9 @@ const importRef = "refs/rewind/import"
 // rename each: on many file systems most of a small checkpoint's cost).
 //
 // It is only a head start, like prewrite: write-tree still decides the tree,
-// and writes whatever is missing (a file changed again meanwhile, a base that
-// is not the index's tree), so failures here are ignored.
-func (s *Store) preimport(ctx context.Context, base string, update []verdict, remove []string) {
-	if base == "" || len(update) > preimportMax || len(update)+len(remove) == 0 || !gitexec.AtLeast(geometricVersion) {
-		return
-	}
+// and finds whatever is missing (a file changed again meanwhile, a base that
+// is not the index's tree), so a failure here is only reported: false.
+func (s *Store) preimport(ctx context.Context, base string, update []verdict, remove []string) bool {
 	defer gitexec.TraceStep(fmt.Sprintf("%d changes written as one pack", len(update)+len(remove)), time.Now())
 	pr, pw := io.Pipe()
 	go func() {
@@ -48,7 +45,15 @@ func (s *Store) preimport(ctx context.Context, base string, update []verdict, re
 	if _, err := g.RunInput(ctx, pr, "-c", "fastimport.unpackLimit=0", "fast-import", "--quiet", "--done", "--force"); err != nil {
 		pr.CloseWithError(err)
 		s.warnTrace("fast-import: %v", err)
+		return false
 	}
+	return true
+}
+
+// preimportFits reports whether preimport takes a change: a few files on the
+// last tree written, with a git that can merge the packs it makes.
+func preimportFits(base string, update, remove int) bool {
+	return base != "" && update <= preimportMax && update+remove > 0 && gitexec.AtLeast(geometricVersion)
 }
 
 // writeImport writes the fast-import stream: one commit of base with the
@@ -82,6 +87,7 @@ func (s *Store) writeImport(w io.Writer, base string, update []verdict, remove [
 		if err != nil {
 			continue // gone or changed: write-tree decides
 		}
+		data = importRead(v.path, data)
 		if _, err := fmt.Fprintf(w, "M %s inline %s\ndata %d\n", mode, quoteImportPath(v.path), len(data)); err != nil {
 			return err
 		}
@@ -92,6 +98,10 @@ func (s *Store) writeImport(w io.Writer, base string, update []verdict, remove [
 	_, err := io.WriteString(w, "done\n")
 	return err
 }
+
+// importRead is what the import takes of a file it read. (A test gives a
+// file other content, as if it changed between the import and the hash.)
+var importRead = func(_ string, data []byte) []byte { return data }
 
 // geometricVersion is the first git with repack --geometric, which
 // consolidatePacks needs; preimport, which makes a pack per capture, waits

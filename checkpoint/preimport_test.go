@@ -85,3 +85,50 @@ func TestPreimportWritesOnePack(t *testing.T) {
 		}
 	}
 }
+
+// TestPreimportFileChangedMeanwhile: a file whose content changed between
+// the import's read and update-index's hash (which then writes no object)
+// leaves write-tree a blob it cannot find; the capture hashes the files
+// again, writing them, and the checkpoint holds what the file holds.
+func TestPreimportFileChangedMeanwhile(t *testing.T) {
+	if !gitexec.AtLeast(geometricVersion) {
+		t.Skip("git before " + geometricVersion + ": no preimport")
+	}
+	ctx := context.Background()
+	s, wt := newStore(t)
+	for i := 0; i < 10; i++ {
+		mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/f%d.txt", i%3, i)), fmt.Sprintf("file %d\n", i))
+	}
+	if _, err := s.Create(ctx, CreateOptions{Reason: "start", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	defer func(read func(string, []byte) []byte) { importRead = read }(importRead)
+	importRead = func(p string, data []byte) []byte {
+		if p == "d1/f4.txt" {
+			return []byte("what the file held a moment before\n")
+		}
+		return data
+	}
+	time.Sleep(10 * time.Millisecond)
+	mustWrite(t, filepath.Join(wt, "d1/f4.txt"), "changed\n")
+	mustWrite(t, filepath.Join(wt, "d2/f5.txt"), "changed too\n")
+	var trace strings.Builder
+	gitexec.Trace = &trace
+	made, err := s.Create(ctx, CreateOptions{Reason: "changed", Source: "test"})
+	gitexec.Trace = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(trace.String(), "written as one pack") || !strings.Contains(trace.String(), "write-tree after the import") {
+		t.Fatalf("want the import, then write-tree failing on the changed file; trace:\n%s", trace.String())
+	}
+	if want := freshTree(t, wt); made.Checkpoint.Tree != want {
+		t.Fatalf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
+	}
+	if out, err := s.git().Run(ctx, "fsck", "--no-dangling"); err != nil {
+		t.Fatalf("fsck: %v\n%s", err, out)
+	}
+	if got, err := s.git().Run(ctx, "cat-file", "-p", made.Checkpoint.Tree+":d1/f4.txt"); err != nil || string(got) != "changed\n" {
+		t.Fatalf("d1/f4.txt in the checkpoint: %q, %v", got, err)
+	}
+}
