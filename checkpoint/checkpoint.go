@@ -605,17 +605,18 @@ func refName(seq int) string { return fmt.Sprintf("%s%010d", refPrefix, seq) }
 // projectHead reads the project's branch and HEAD, when the work tree is in a
 // git repository with commits.
 func (s *Store) projectHead(ctx context.Context) (branch, head string) {
-	p := gitexec.Project{Dir: s.WorkTree}
-	if out, err := p.Run(ctx, "rev-parse", "--verify", "--quiet", "HEAD"); err == nil {
-		head = strings.TrimSpace(string(out))
-	}
-	if head == "" {
+	// One process: the commit, then the ref HEAD names ("HEAD" itself when
+	// detached). A HEAD without commits makes it fail.
+	out, err := gitexec.Project{Dir: s.WorkTree}.Run(ctx, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD")
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err != nil || len(lines) != 2 || !isHex(lines[0]) {
 		return "", ""
 	}
-	if out, err := p.Run(ctx, "branch", "--show-current"); err == nil {
-		branch = strings.TrimSpace(string(out))
+	branch, _ = strings.CutPrefix(lines[1], "refs/heads/")
+	if branch == lines[1] {
+		branch = "" // detached
 	}
-	return branch, head
+	return branch, lines[0]
 }
 
 // SourceHook is the source of the checkpoints an agent's hook takes after

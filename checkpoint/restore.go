@@ -76,9 +76,6 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 		return nil, m.err()
 	}
 	res := &Restored{Target: target}
-	if _, head := s.projectHead(ctx); head != "" && target.Head != "" && head != target.Head {
-		res.HeadNow = head
-	}
 	max := opt.MaxFileSize
 	if max <= 0 {
 		max = DefaultMaxFileSize
@@ -120,6 +117,10 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 				res.Safety = first
 			}
 		}
+	}
+	// (the capture read the project's HEAD)
+	if head := cur.held.head; head != "" && target.Head != "" && head != target.Head {
+		res.HeadNow = head
 	}
 	planned := time.Now()
 	view, err := s.viewTarget(ctx, target, cur, files, listed)

@@ -660,7 +660,16 @@ func restorePreview(c *cli.Context, s *checkpoint.Store, ref string, opt checkpo
 // into this one: like replay, it goes ahead only when confirmed (--yes, or a
 // yes on a terminal).
 func branchMismatch(c *cli.Context, s *checkpoint.Store, ref string) (string, error) {
+	// The project's branch is read beside the list (each costs processes).
+	var current string
+	var inRepo bool
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		current, inRepo = s.ProjectBranch(c.Context)
+	}()
 	cps, err := s.List(c.Context)
+	<-read
 	if err != nil {
 		return "", err
 	}
@@ -668,7 +677,6 @@ func branchMismatch(c *cli.Context, s *checkpoint.Store, ref string) (string, er
 	if err != nil {
 		return "", err
 	}
-	current, inRepo := s.ProjectBranch(c.Context)
 	if target.Branch == "" || !inRepo || current == target.Branch {
 		return "", nil
 	}
