@@ -168,7 +168,7 @@ func decodeListCache(data []byte) (*listCache, error) {
 	if !ok || n > uint64(len(rest)) {
 		return nil, errNotListCache
 	}
-	var arena pathArena
+	arena := newPathArena(n)
 	tracked := make([]bool, 0, n)
 	for i := uint64(0); i < n && ok; i++ {
 		shared := uvarint()
@@ -180,6 +180,7 @@ func decodeListCache(data []byte) (*listCache, error) {
 		rest = rest[tail+1:]
 	}
 	c.paths = arena.strings()
+	c.tracked = make(map[string]bool, count(tracked))
 	for i, p := range c.paths {
 		if tracked[i] {
 			c.tracked[p] = true
@@ -338,6 +339,17 @@ func replaceUnder(paths []string, dirs dirSet, fresh []string) []string {
 	}
 	out = append(append(out, kept...), fresh...)
 	return dedupeSorted(out)
+}
+
+// count is the number of true values.
+func count(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // dirSet is a set of directories that tells whether a path lies in one at

@@ -483,7 +483,7 @@ func lsTree(tree string, prefixes []string, opts ...string) []string {
 // --force would delete them; rewind keeps them and says so. It never follows a
 // symlink: a parent that is one, and that the restore removes, frees
 // everything below it.
-func (s *Store) inTheWay(write, remove []string, inTree map[string]bool) (kept []string, left, failed []Skipped) {
+func (s *Store) inTheWay(write, remove []string, inTree sortedPaths) (kept []string, left, failed []Skipped) {
 	removed := map[string]bool{}
 	for _, p := range remove {
 		removed[p] = true
@@ -491,7 +491,7 @@ func (s *Store) inTheWay(write, remove []string, inTree map[string]bool) (kept [
 	// What is there now is free to replace when the restore removes it, or
 	// when the safety checkpoint holds it (a file it rewrites); what is in a
 	// directory the checkpoint has as a file must go by the removals.
-	free := func(rel string) bool { return removed[rel] || inTree[rel] }
+	free := func(rel string) bool { return removed[rel] || inTree.has(rel) }
 	isRemoved := func(rel string) bool { return removed[rel] }
 	for _, p := range write {
 		why, below, broken := "", false, false
@@ -509,7 +509,7 @@ func (s *Store) inTheWay(write, remove []string, inTree map[string]bool) (kept [
 			case fi.IsDir():
 			case removed[d]:
 				below = true // a file or symlink the restore removes first
-			case inTree[d]:
+			case inTree.has(d):
 				why = fmt.Sprintf("the checkpoint has a directory at %s, where a file or symlink is now that this restore does not replace (restore %s with it)", d, d)
 			default:
 				why = fmt.Sprintf("the checkpoint has a directory at %s, but the file there is in no checkpoint", d)
@@ -759,9 +759,7 @@ func (s *Store) permChanges(v *targetView, p *restorePlan, target *Checkpoint, c
 	// when the usual bits do.
 	var check []string
 	if cur.meta.base != tm.base {
-		for f := range cur.inTree {
-			check = append(check, f)
-		}
+		check = append(check, cur.inTree...)
 	} else {
 		for k := range tm.perms {
 			check = append(check, k)
@@ -773,7 +771,7 @@ func (s *Store) permChanges(v *targetView, p *restorePlan, target *Checkpoint, c
 	sort.Strings(check)
 	seen := map[string]bool{}
 	for _, c := range check {
-		if seen[c] || written[c] || kept[c] || !cur.inTree[c] || strings.HasSuffix(c, "/") {
+		if seen[c] || written[c] || kept[c] || !cur.inTree.has(c) || strings.HasSuffix(c, "/") {
 			continue
 		}
 		seen[c] = true

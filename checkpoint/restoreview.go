@@ -58,7 +58,7 @@ func (v *targetView) entry(p string) (string, bool) {
 	if e, ok := v.entries[p]; ok || v.listed {
 		return e, ok
 	}
-	if v.deleted[p] || !v.cur.inTree[p] {
+	if v.deleted[p] || !v.cur.inTree.has(p) {
 		return "", false
 	}
 	fi, err := os.Lstat(filepath.Join(v.root, p))
@@ -129,7 +129,7 @@ func (s *Store) viewTarget(ctx context.Context, target *Checkpoint, cur *capture
 	// One pass over the files held now (the only cost here that grows with
 	// the tree): their directories, and the ignore files among them.
 	direct := map[string]bool{}
-	for f := range cur.inTree {
+	for _, f := range cur.inTree {
 		if i := strings.LastIndexByte(f, '/'); i > 0 {
 			direct[f[:i]] = true
 		}

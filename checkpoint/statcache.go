@@ -150,7 +150,7 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		return nil, bad
 	}
 	c.keys = make([]statKey, 0, count)
-	var arena pathArena
+	arena := newPathArena(count)
 	for i := uint64(0); i < count; i++ {
 		shared := uvarint()
 		tail := bytesOf()
@@ -179,6 +179,12 @@ func decodeStatCache(data []byte) (*statCache, error) {
 type pathArena struct {
 	buf  []byte
 	ends []int
+}
+
+// newPathArena makes an arena for count paths, its room guessed from the
+// paths' usual length (it grows past it).
+func newPathArena(count uint64) *pathArena {
+	return &pathArena{buf: make([]byte, 0, count*32), ends: make([]int, 0, count)}
 }
 
 func (a *pathArena) add(shared uint64, tail []byte) bool {
