@@ -441,9 +441,36 @@ func (s *Store) buildMeta(ctx context.Context, c *capture, h *held, keep []verdi
 		c.meta = newMeta(h, keep, listing.dirPerms, listing.empty)
 		return nil, nil
 	}
-	found, empty, unread, err := s.metaDirs(ctx, h, keep, since)
+	// Listed again in part, with the same directories holding kept files:
+	// only the directories listed again are read; the others, unchanged,
+	// hold what the cache says.
+	var only dirSet
+	if h.relisted != nil && bytes.Equal(listing.parents, parents) {
+		only = h.relisted
+		for d := range only {
+			if fi, err := os.Lstat(filepath.Join(s.WorkTree, d)); err != nil || !fi.IsDir() {
+				only = nil // (its parent would have been listed again)
+				break
+			}
+		}
+	}
+	found, empty, unread, err := s.metaDirs(ctx, h, keep, since, only)
 	if err != nil {
 		return nil, err
+	}
+	if only != nil {
+		gitexec.TraceStep(fmt.Sprintf("directories read again: %d listed again, and below", len(only)), time.Now())
+		for d, k := range listing.dirs {
+			if !only.holds(d) {
+				found[d] = dirFound{ok: true, perm: listing.dirPerms[d], keys: k}
+			}
+		}
+		for _, d := range listing.empty {
+			if !only.holds(d) {
+				empty = append(empty, d)
+			}
+		}
+		sort.Strings(empty)
 	}
 	perms := make(map[string]os.FileMode, len(found))
 	keys := make(map[string]dirKeys, len(found))

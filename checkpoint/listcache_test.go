@@ -503,3 +503,62 @@ func TestReplaceUnder(t *testing.T) {
 		}
 	}
 }
+
+// TestListCachePartialMeta: when some directories are listed again and the
+// directories holding files are the same, only those directories are read for
+// the checkpoint's directories without files and their bits; the rest comes
+// from the cache. The result is what a store without the cache records: a new
+// empty directory, one below a directory recorded as holding none, changed
+// bits, a removed empty directory.
+func TestListCachePartialMeta(t *testing.T) {
+	ctx := context.Background()
+	withCache, wt := newStore(t)
+	if !trustedHere(withCache) {
+		t.Skip("the listing cache does not trust this file system")
+	}
+	without, err := Open(wt, filepath.Join(t.TempDir(), "without"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(cut func(time.Time, bool) time.Time) { dirRacyCut = cut }(dirRacyCut)
+	dirRacyCut = func(start time.Time, _ bool) time.Time { return start.Add(-20 * time.Millisecond) }
+	for _, p := range []string{"a/f", "a/sub/g", "b/h", "c/i"} {
+		mustWrite(t, filepath.Join(wt, p), p)
+	}
+	for _, d := range []string{"e", "a/gone", "c/keep"} {
+		os.MkdirAll(filepath.Join(wt, d), 0o755)
+	}
+	compare := func(step string) {
+		t.Helper()
+		time.Sleep(40 * time.Millisecond)
+		var trace bytes.Buffer
+		gitexec.Trace = &trace
+		a, err := withCache.Create(ctx, CreateOptions{Reason: step, Source: "test"})
+		gitexec.Trace = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirCacheOff = true
+		b, err := without.Create(ctx, CreateOptions{Reason: step, Source: "test"})
+		dirCacheOff = false
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Checkpoint.Tree != b.Checkpoint.Tree || !sameMeta(a.Checkpoint.meta, b.Checkpoint.meta) {
+			t.Fatalf("%s: with the cache %q, without %q", step, a.Checkpoint.meta.trailers(), b.Checkpoint.meta.trailers())
+		}
+		if step != "first" && !strings.Contains(trace.String(), "directories read again: ") {
+			t.Fatalf("%s: the directories were not read in part; trace:\n%s", step, trace.String())
+		}
+	}
+	compare("first")
+	os.MkdirAll(filepath.Join(wt, "a/new"), 0o755)
+	os.Chmod(filepath.Join(wt, "a/sub"), 0o700)
+	os.MkdirAll(filepath.Join(wt, "e/f"), 0o750)
+	os.Remove(filepath.Join(wt, "a/gone"))
+	mustWrite(t, filepath.Join(wt, "b/h"), "changed")
+	compare("changed")
+	os.Chmod(filepath.Join(wt, "e"), 0o700)
+	os.Remove(filepath.Join(wt, "e/f"))
+	compare("again")
+}

@@ -136,8 +136,12 @@ func parseMetaTrailer(m **meta, key, value string) bool {
 // not ignore is recorded, and read in turn). It returns each directory found
 // with its permission bits and its keys for the listing cache (stat data
 // taken now, racy ones marked: see dirKeysOf), and the directories holding
-// no kept file.
-func (s *Store) metaDirs(ctx context.Context, h *held, kept []verdict, since time.Time) (found map[string]dirFound, empty []string, skipped []Skipped, err error) {
+// no kept file. With only (the directories a partial listing listed again,
+// the directories holding kept files being those of the cache's listing),
+// just those and the directories below them are read: the caller has the
+// others from the cache. A directory listed again that holds no kept file was
+// recorded as one holding none, and still is.
+func (s *Store) metaDirs(ctx context.Context, h *held, kept []verdict, since time.Time, only dirSet) (found map[string]dirFound, empty []string, skipped []Skipped, err error) {
 	dirs := map[string]bool{"": true}
 	for _, v := range kept {
 		for d := path.Dir(v.path); d != "."; d = path.Dir(d) {
@@ -147,8 +151,20 @@ func (s *Store) metaDirs(ctx context.Context, h *held, kept []verdict, since tim
 			dirs[d] = true
 		}
 	}
+	within := func(d string) bool { return only == nil || only.holds(d) }
+	for d := range only {
+		if !dirs[d] {
+			dirs[d] = true
+			empty = append(empty, d)
+		}
+	}
 	// Directories without a kept file, level by level.
-	level := sortedKeys(dirs)
+	var level []string
+	for _, d := range sortedKeys(dirs) {
+		if within(d) {
+			level = append(level, d)
+		}
+	}
 	for len(level) > 0 {
 		// The directories of a level are read side by side; what each
 		// holds is sorted out after, in order.
@@ -190,7 +206,12 @@ func (s *Store) metaDirs(ctx context.Context, h *held, kept []verdict, since tim
 		level = next
 	}
 	sort.Strings(empty)
-	dirList := sortedKeys(dirs)
+	var dirList []string
+	for _, d := range sortedKeys(dirs) {
+		if within(d) {
+			dirList = append(dirList, d)
+		}
+	}
 	looks := make([]dirFound, len(dirList))
 	forEach(len(dirList), func(i int) { looks[i] = s.lookAtDir(dirList[i], since) })
 	found = make(map[string]dirFound, len(dirList))

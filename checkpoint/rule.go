@@ -53,6 +53,7 @@ type held struct {
 	inputs    []byte // listingInputs' digest; nil when the listing cannot be cached
 	listedBy  string // how the paths were found (for REWIND_TRACE)
 	fromCache bool   // all from the listing cache
+	relisted  dirSet // the directories listed again, the rest from the cache
 
 	unreadable []Skipped // directories git could not list
 	opaque     []string  // repositories git answers nothing for below: submodules not checked out, repositories it does not trust
@@ -213,6 +214,7 @@ func (s *Store) relist(ctx context.Context, h *held, cache *listCache, dirs []st
 	}
 	h.paths = replaceUnder(cache.paths, set, fresh)
 	h.repos = []string{""}
+	h.relisted = set
 	h.listedBy = fmt.Sprintf("the listing cache and git for %d changed directories", len(dirs))
 	return true, nil
 }
