@@ -350,18 +350,38 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			return nil, err
 		}
 	}
+	// git compares whole-second times here: a file rewritten at the same size
+	// in the second it was hashed (its mtime even set back) would look
+	// unchanged to every later checkpoint. Entries of files whose status
+	// changed since the second this capture began leave the index, so the next
+	// capture hashes them again. The stat cache then holds every path the
+	// index holds (those kept, less the racy ones), with what the walk saw of
+	// it before any was hashed. Both are worked out beside write-tree.
+	recheck := time.Now()
+	var racy []string
+	var entries *statEntries
+	prepare := func() {
+		racy = s.racyFiles(keep, update, start.Truncate(time.Second))
+		entries = newStatEntries(keep, racy)
+	}
 	if cached != nil && len(update) == 0 && len(remove) == 0 && s.hasObject(cached.tree) {
 		// The index is the one the stat cache describes, unchanged: so is
 		// its tree. (Only while the tree is still there: a git gc of the
 		// procedure's may have deleted it and the blobs only the index
 		// named, which write-tree finds and the capture then rebuilds.)
 		c.tree = cached.tree
+		prepare()
 	} else {
-		out, err := g.Run(ctx, "write-tree")
+		var out []byte
+		err := parallel(
+			func() (err error) { out, err = g.Run(ctx, "write-tree"); return err },
+			func() error { prepare(); entries.encode(); return nil },
+		)
 		if err != nil && infoOnly {
 			s.warnTrace("write-tree after the import: %v", err)
 			if err = hash(false); err == nil {
 				out, err = g.Run(ctx, "write-tree")
+				prepare() // the files were hashed again: looked at again
 			}
 		}
 		if err != nil {
@@ -369,56 +389,19 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		}
 		c.tree = strings.TrimSpace(string(out))
 	}
-	// git compares whole-second times here: a file rewritten at the same size
-	// in the second it was hashed (its mtime even set back) would look
-	// unchanged to every later checkpoint. Entries of files whose status
-	// changed since the second this capture began leave the index, so the next
-	// capture hashes them again.
-	// The files hashed now are looked at again: one changed between the look
-	// that judged it and the hash carries a stale time in v.
-	recheck := time.Now()
-	since := start.Truncate(time.Second)
-	hashed := map[string]bool{}
-	for _, p := range update {
-		hashed[p] = true
-	}
-	var racy []string
-	for _, v := range keep {
-		changed := v.changed()
-		if hashed[v.path] {
-			if fi, err := os.Lstat(filepath.Join(s.WorkTree, v.path)); err == nil {
-				changed = later(ctime(fi), fi.ModTime())
-			}
-		}
-		if !changed.Before(since) {
-			racy = append(racy, v.path)
-		}
-	}
 	if len(racy) > 0 {
 		if _, err := g.RunInput(ctx, nulJoin(racy), "update-index", "--force-remove", "-z", "--stdin"); err != nil {
 			return nil, err
 		}
 	}
-	// The stat cache now: every path the index holds (those kept, less the
-	// racy ones), with what the walk saw of it before any was hashed. Left
-	// alone when nothing changed and the index is as it was.
+	// The stat cache is left alone when nothing changed and the index is as
+	// it was.
 	tree := c.tree
 	if len(racy) > 0 {
 		tree = "" // the index no longer holds the racy files: its tree is not c.tree
 	}
 	if now, err := indexStamp(s.indexFile()); len(update) > 0 || len(remove) > 0 || len(racy) > 0 || cached == nil || err != nil || !bytes.Equal(now, cached.stamp) || tree != cached.tree || c.tree != cached.base {
-		left := map[string]bool{}
-		for _, p := range racy {
-			left[p] = true
-		}
-		paths := make([]string, 0, len(keep))
-		keys := make([]statKey, 0, len(keep))
-		for _, v := range keep {
-			if !left[v.path] {
-				paths, keys = append(paths, v.path), append(keys, v.key)
-			}
-		}
-		s.writeStatCache(paths, keys, tree, c.tree)
+		s.writeStatCache(entries, tree, c.tree)
 	}
 	gitexec.TraceStep(fmt.Sprintf("recent changes re-checked (%d left the index)", len(racy)), recheck)
 	scan := time.Now()
@@ -489,6 +472,30 @@ func (s *Store) buildMeta(ctx context.Context, c *capture, h *held, keep []verdi
 	s.writeListCache(&listCache{inputs: h.inputs, paths: h.paths, tracked: h.tracked, dirs: keys,
 		parents: parents, empty: empty, dirPerms: perms})
 	return unread, nil
+}
+
+// racyFiles are the kept files whose status changed since the second
+// (since) the capture began. The files hashed now (update) are looked at
+// again: one changed between the look that judged it and the hash carries a
+// stale time in its verdict.
+func (s *Store) racyFiles(keep []verdict, update []string, since time.Time) []string {
+	hashed := make(map[string]bool, len(update))
+	for _, p := range update {
+		hashed[p] = true
+	}
+	var racy []string
+	for _, v := range keep {
+		changed := v.changed()
+		if hashed[v.path] {
+			if fi, err := os.Lstat(filepath.Join(s.WorkTree, v.path)); err == nil {
+				changed = later(ctime(fi), fi.ModTime())
+			}
+		}
+		if !changed.Before(since) {
+			racy = append(racy, v.path)
+		}
+	}
+	return racy
 }
 
 // dirRacyCut is the time from which a directory's change makes the listing

@@ -85,17 +85,29 @@ type statCache struct {
 // before and the rest, and its eight fields as varints; last a CRC-32C of all
 // that.
 func encodeStatCache(c *statCache) []byte {
-	b := make([]byte, 0, 64+len(c.stamp)+len(c.paths)*48)
+	return assembleStatCache(c.stamp, c.tree, c.base, len(c.paths), appendStatEntries(nil, c.paths, c.keys))
+}
+
+// assembleStatCache puts the header before n encoded entries, and the
+// checksum after.
+func assembleStatCache(stamp []byte, tree, base string, n int, entries []byte) []byte {
+	b := make([]byte, 0, 64+len(stamp)+len(tree)+len(base)+len(entries))
 	b = append(b, statCacheMagic...)
-	b = binary.AppendUvarint(b, uint64(len(c.stamp)))
-	b = append(b, c.stamp...)
-	b = binary.AppendUvarint(b, uint64(len(c.tree)))
-	b = append(b, c.tree...)
-	b = binary.AppendUvarint(b, uint64(len(c.base)))
-	b = append(b, c.base...)
-	b = binary.AppendUvarint(b, uint64(len(c.paths)))
+	b = binary.AppendUvarint(b, uint64(len(stamp)))
+	b = append(b, stamp...)
+	b = binary.AppendUvarint(b, uint64(len(tree)))
+	b = append(b, tree...)
+	b = binary.AppendUvarint(b, uint64(len(base)))
+	b = append(b, base...)
+	b = binary.AppendUvarint(b, uint64(n))
+	b = append(b, entries...)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+}
+
+// appendStatEntries encodes paths (front-coded) with their keys.
+func appendStatEntries(b []byte, paths []string, keys []statKey) []byte {
 	prev := ""
-	for i, p := range c.paths {
+	for i, p := range paths {
 		shared := 0
 		for shared < len(p) && shared < len(prev) && p[shared] == prev[shared] {
 			shared++
@@ -103,13 +115,41 @@ func encodeStatCache(c *statCache) []byte {
 		b = binary.AppendUvarint(b, uint64(shared))
 		b = binary.AppendUvarint(b, uint64(len(p)-shared))
 		b = append(b, p[shared:]...)
-		k := c.keys[i]
+		k := keys[i]
 		for _, v := range [8]uint64{k.dev, k.ino, k.mode, k.size, k.mtime, k.ctime, k.uid, k.gid} {
 			b = binary.AppendUvarint(b, v)
 		}
 		prev = p
 	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+	return b
+}
+
+// statEntries are a capture's entries of the stat cache: the kept files,
+// less the racy ones, encoded once (beside write-tree, when one runs).
+type statEntries struct {
+	paths   []string
+	keys    []statKey
+	encoded []byte
+}
+
+func newStatEntries(keep []verdict, racy []string) *statEntries {
+	left := make(map[string]bool, len(racy))
+	for _, p := range racy {
+		left[p] = true
+	}
+	e := &statEntries{paths: make([]string, 0, len(keep)), keys: make([]statKey, 0, len(keep))}
+	for _, v := range keep {
+		if !left[v.path] {
+			e.paths, e.keys = append(e.paths, v.path), append(e.keys, v.key)
+		}
+	}
+	return e
+}
+
+func (e *statEntries) encode() {
+	if e.encoded == nil {
+		e.encoded = appendStatEntries(make([]byte, 0, len(e.paths)*48), e.paths, e.keys)
+	}
 }
 
 // decodeStatCache parses a cache; any flaw (paths out of order included)
@@ -246,11 +286,12 @@ func (s *Store) readStatCache() *statCache {
 // capture wrote. Without an index (or on
 // any failure) the old cache goes: it could only describe another index,
 // which its stamp would tell anyway.
-func (s *Store) writeStatCache(paths []string, keys []statKey, tree, base string) {
-	defer gitexec.TraceStep(fmt.Sprintf("stat cache written (%d paths)", len(paths)), time.Now())
+func (s *Store) writeStatCache(e *statEntries, tree, base string) {
+	defer gitexec.TraceStep(fmt.Sprintf("stat cache written (%d paths)", len(e.paths)), time.Now())
 	stamp, err := indexStamp(s.indexFile())
 	if err == nil {
-		err = writeCache(s.statCacheFile(), encodeStatCache(&statCache{stamp, tree, base, paths, keys}))
+		e.encode()
+		err = writeCache(s.statCacheFile(), assembleStatCache(stamp, tree, base, len(e.paths), e.encoded))
 	}
 	if err != nil {
 		os.Remove(s.statCacheFile())
