@@ -466,19 +466,37 @@ func (s *Store) Create(ctx context.Context, opt CreateOptions) (*Created, error)
 		return nil, err
 	}
 	begun := time.Now()
-	unlock, err := s.begin(ctx, true)
+	// The health check waits: the list of checkpoints the capture runs beside
+	// reads the same refs, and fails where git gives up on the repository.
+	// Only a failed checkpoint then has the store checked, and taken once more
+	// when it was repaired or started anew. (A git process less on every
+	// checkpoint.)
+	existed := s.Exists()
+	unlock, err := s.begin(ctx, true, false)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	gitexec.TraceStep("lock and health check", begun)
-	return s.create(ctx, opt)
+	gitexec.TraceStep("lock", begun)
+	res, err := s.create(ctx, opt)
+	if err != nil && existed && ctx.Err() == nil {
+		// A store that fails its check is the error to report.
+		healed, herr := s.heal(ctx)
+		switch {
+		case herr != nil:
+			return nil, herr
+		case healed:
+			return s.create(ctx, opt)
+		}
+	}
+	return res, err
 }
 
-// begin starts a mutating operation: it takes the lock and creates or checks
-// the store. With refuseInterrupted, an unfinished restore stops it: only a
-// restore may run on a half-restored work tree.
-func (s *Store) begin(ctx context.Context, refuseInterrupted bool) (func(), error) {
+// begin starts a mutating operation: it takes the lock and creates the store,
+// or checks its health (with checkHealth). With refuseInterrupted, an
+// unfinished restore stops it: only a restore may run on a half-restored work
+// tree.
+func (s *Store) begin(ctx context.Context, refuseInterrupted, checkHealth bool) (func(), error) {
 	if err := s.refuseForeign("changing the store"); err != nil {
 		return nil, err
 	}
@@ -486,7 +504,7 @@ func (s *Store) begin(ctx context.Context, refuseInterrupted bool) (func(), erro
 	if err != nil {
 		return nil, err
 	}
-	if err := s.ensure(ctx); err != nil {
+	if err := s.ensure(ctx, checkHealth); err != nil {
 		unlock()
 		return nil, err
 	}
@@ -731,7 +749,7 @@ func (s *Store) Prune(ctx context.Context, keep int) (evicted []*Checkpoint, bef
 	if !s.Exists() {
 		return nil, 0, 0, nil // nothing to prune: a prune never makes a store
 	}
-	unlock, err := s.begin(ctx, true)
+	unlock, err := s.begin(ctx, true, true)
 	if err != nil {
 		return nil, 0, 0, err
 	}

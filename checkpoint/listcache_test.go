@@ -280,7 +280,7 @@ func TestListCacheRacyDirectory(t *testing.T) {
 // that REWIND_DIR_CACHE=off turns the cache off.
 func TestDirCacheTrustedProbe(t *testing.T) {
 	s, _ := newStore(t)
-	if err := s.ensure(context.Background()); err != nil {
+	if err := s.ensure(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
 	first, fine := s.dirCacheTrusted()

@@ -53,7 +53,7 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := s.begin(ctx, false)
+	unlock, err := s.begin(ctx, false, true)
 	if err != nil {
 		return nil, err
 	}

@@ -93,12 +93,27 @@ func (s *Store) hold(ctx context.Context, cache *listCache, trusted bool) (*held
 	// the listing's inputs lie, and the project's HEAD and branch (recorded
 	// in the checkpoint); a HEAD without commits makes it fail, and it is
 	// asked again without.
+	//
+	// The project's config, an input of the listing cache, is read beside
+	// it (and dropped outside a repository).
 	project := gitexec.Project{Dir: s.WorkTree}
 	where := []string{"rev-parse", "--is-inside-work-tree", "--git-path", "index", "--git-path", "info/exclude", "--show-toplevel"}
-	out, err := project.Run(ctx, append(where, "HEAD", "--symbolic-full-name", "HEAD")...)
-	if ge, ok := err.(*gitexec.Error); ok && !strings.Contains(ge.Stderr, "not a git repository") {
-		out, err = project.Run(ctx, where...)
-	}
+	var out, config []byte
+	var err, configErr error
+	parallel(
+		func() error {
+			out, err = project.Run(ctx, append(where, "HEAD", "--symbolic-full-name", "HEAD")...)
+			if ge, ok := err.(*gitexec.Error); ok && !strings.Contains(ge.Stderr, "not a git repository") {
+				out, err = project.Run(ctx, where...)
+			}
+			return nil
+		},
+		func() error {
+			if trusted {
+				config, configErr = project.Run(ctx, "config", "-z", "--list")
+			}
+			return nil
+		})
 	revParse := strings.Split(strings.TrimSpace(string(out)), "\n")
 	h.inRepo = err == nil && revParse[0] == "true"
 	if h.inRepo && len(revParse) == 6 {
@@ -112,12 +127,10 @@ func (s *Store) hold(ctx context.Context, cache *listCache, trusted bool) (*held
 	if ge, ok := err.(*gitexec.Error); ok && strings.Contains(ge.Stderr, "dubious ownership") {
 		h.notes = append(h.notes, "the project's git does not trust this repository (another user owns it; see git's safe.directory): only the work tree's .gitignore files count")
 	}
-	var config []byte
-	var configErr error
-	if trusted && h.inRepo {
-		config, configErr = project.Run(ctx, "config", "-z", "--list")
+	if !h.inRepo {
+		config, configErr = nil, nil
 	}
-	if trusted && (!h.inRepo || configErr == nil) {
+	if trusted && configErr == nil {
 		h.inputs = s.listingInputs(h, rewindIgnore, revParse, config)
 	}
 	if cache != nil && h.inputs != nil && bytes.Equal(cache.inputs, h.inputs) {

@@ -150,7 +150,7 @@ func (s *Store) SaveRun(ctx context.Context, session string, files []RunFile, ti
 	if err := CheckSession(session); err != nil {
 		return nil, err
 	}
-	unlock, err := s.begin(ctx, false)
+	unlock, err := s.begin(ctx, false, true)
 	if err != nil {
 		return nil, err
 	}
@@ -542,7 +542,7 @@ func (s *Store) FetchRemote(ctx context.Context, remote, project string) (*Incom
 
 // fetch copies the refs under from in source to a fresh namespace of the store.
 func (s *Store) fetch(ctx context.Context, source, from string) (*Incoming, error) {
-	unlock, err := s.begin(ctx, false)
+	unlock, err := s.begin(ctx, false, true)
 	if err != nil {
 		return nil, err
 	}
@@ -666,7 +666,7 @@ func (a *Accepted) Conflicts() []RunUpdate {
 // evicted, for the next checkpoint to evict again.
 func (s *Store) Accept(ctx context.Context, in *Incoming, allOrNothing bool, keep int) (*Accepted, error) {
 	defer s.Drop(ctx, in)
-	unlock, err := s.begin(ctx, false)
+	unlock, err := s.begin(ctx, false, true)
 	if err != nil {
 		return nil, err
 	}

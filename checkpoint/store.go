@@ -130,6 +130,9 @@ func (s *Store) checkNotInGitDir() error {
 			}
 		}
 	}
+	if ownGitDir(s.WorkTree) {
+		return nil // the work tree's .git, which the check above covers
+	}
 	out, err := gitexec.Project{Dir: s.WorkTree}.Run(context.Background(), "rev-parse", "--absolute-git-dir")
 	if err != nil {
 		return nil // not in a repository, or one git will not read
@@ -146,6 +149,27 @@ func (s *Store) checkNotInGitDir() error {
 		return fmt.Errorf("%w: %s is in the project's git directory %s", ErrStoreInGitDir, s.Dir, gitDir)
 	}
 	return nil
+}
+
+// ownGitDir reports whether git finds the work tree's repository in its own
+// .git directory, the first place it looks: a directory (not a symlink, nor
+// a file naming one elsewhere) that git takes for a repository (a HEAD naming
+// a ref or a commit, objects and refs) and that shares no other's (no
+// commondir). It spares a git process on every Open with a chosen store.
+func ownGitDir(workTree string) bool {
+	dot := filepath.Join(workTree, ".git")
+	if fi, err := os.Lstat(dot); err != nil || !fi.IsDir() {
+		return false
+	}
+	if _, err := os.Lstat(filepath.Join(dot, "commondir")); !errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	head, err := os.ReadFile(filepath.Join(dot, "HEAD"))
+	h := strings.TrimSpace(string(head))
+	if err != nil || !(strings.HasPrefix(h, "ref: refs/") || len(h) >= 40 && isHex(h)) {
+		return false
+	}
+	return isDir(filepath.Join(dot, "objects")) && isDir(filepath.Join(dot, "refs"))
 }
 
 // OpenReadOnly is Open for commands that only read the store (list, show,
@@ -524,11 +548,12 @@ func (s *Store) upgrade() error {
 	return nil
 }
 
-// ensure creates the store or checks its health, under the lock. Only proven
-// corruption (git ran and could not open the repository, and the repository's
-// own files show why) moves a repository aside, never deleting it; any other
-// failure of git is an error that leaves the store as it is.
-func (s *Store) ensure(ctx context.Context) error {
+// ensure creates the store or, with checkHealth, checks its health (heal),
+// under the lock. Only proven corruption (git ran and could not open the
+// repository, and the repository's own files show why) moves a repository
+// aside, never deleting it; any other failure of git is an error that leaves
+// the store as it is.
+func (s *Store) ensure(ctx context.Context, checkHealth bool) error {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return err
 	}
@@ -536,35 +561,52 @@ func (s *Store) ensure(ctx context.Context) error {
 		return err
 	}
 	if s.Exists() {
-		corrupt, err := s.corruption(ctx)
-		if err != nil {
-			return err
-		}
-		if corrupt == "" {
+		if !checkHealth {
 			return s.adopt(ctx)
 		}
-		// A HEAD emptied by a crash is the common damage, and refs and objects
-		// are intact behind it: repair it before giving up on the repository.
-		if corrupt == errBadHEAD {
-			if err := writeAtomic(filepath.Join(s.gitDir(), "HEAD"), []byte("ref: "+s.headBranch()+"\n"), 0o600); err != nil {
-				return err
-			}
-			again, err := s.corruption(ctx)
-			if err != nil {
-				return err
-			}
-			if again == "" {
-				s.warn("repaired the store's damaged HEAD")
-				return s.adopt(ctx)
-			}
-			corrupt = again
-		}
-		aside, err := s.moveAside()
-		if err != nil {
-			return err
-		}
-		s.warn("the store's repository was corrupt (%s); moved it to %s and started a new one", corrupt, aside)
+		_, err := s.heal(ctx)
+		return err
 	}
+	return s.initNew(ctx)
+}
+
+// heal runs the health check and takes the store over when git reads it; a
+// store git gave up on is repaired, or moved aside and a new one started:
+// healed reports either.
+func (s *Store) heal(ctx context.Context) (healed bool, err error) {
+	corrupt, err := s.corruption(ctx)
+	if err != nil {
+		return false, err
+	}
+	if corrupt == "" {
+		return false, s.adopt(ctx)
+	}
+	// A HEAD emptied by a crash is the common damage, and refs and objects
+	// are intact behind it: repair it before giving up on the repository.
+	if corrupt == errBadHEAD {
+		if err := writeAtomic(filepath.Join(s.gitDir(), "HEAD"), []byte("ref: "+s.headBranch()+"\n"), 0o600); err != nil {
+			return false, err
+		}
+		again, err := s.corruption(ctx)
+		if err != nil {
+			return false, err
+		}
+		if again == "" {
+			s.warn("repaired the store's damaged HEAD")
+			return true, s.adopt(ctx)
+		}
+		corrupt = again
+	}
+	aside, err := s.moveAside()
+	if err != nil {
+		return false, err
+	}
+	s.warn("the store's repository was corrupt (%s); moved it to %s and started a new one", corrupt, aside)
+	return true, s.initNew(ctx)
+}
+
+// initNew makes the store's repository in its empty directory.
+func (s *Store) initNew(ctx context.Context) error {
 	if err := s.checkEmpty(); err != nil {
 		return err
 	}
