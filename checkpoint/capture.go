@@ -154,6 +154,7 @@ func (s *Store) compactIndex(ctx context.Context) error {
 }
 
 func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error) {
+	s.cacheWrites.Wait() // an earlier capture's, in this process
 	// Files changed from here on may have been hashed in the same second as
 	// their change; see the end.
 	start := time.Now()
@@ -400,8 +401,15 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	if len(racy) > 0 {
 		tree = "" // the index no longer holds the racy files: its tree is not c.tree
 	}
-	if now, err := indexStamp(s.indexFile()); len(update) > 0 || len(remove) > 0 || len(racy) > 0 || cached == nil || err != nil || !bytes.Equal(now, cached.stamp) || tree != cached.tree || c.tree != cached.base {
-		s.writeStatCache(entries, tree, c.tree)
+	now, err := indexStamp(s.indexFile())
+	switch {
+	case err != nil:
+		os.Remove(s.statCacheFile())
+	case len(update) > 0 || len(remove) > 0 || len(racy) > 0 || cached == nil || !bytes.Equal(now, cached.stamp) || tree != cached.tree || c.tree != cached.base:
+		// Written beside what follows (the commit, the ref), with the
+		// index's stamp of now: an index changed meanwhile would not match
+		// it.
+		s.cacheWrites.Go(func() { s.writeStatCache(entries, now, tree, c.tree) })
 	}
 	gitexec.TraceStep(fmt.Sprintf("recent changes re-checked (%d left the index)", len(racy)), recheck)
 	scan := time.Now()

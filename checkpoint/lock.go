@@ -76,7 +76,10 @@ func (s *Store) lockAt(ctx context.Context, path string, clean bool) (func(), er
 	if clean {
 		s.removeStaleLocks()
 	}
-	return func() { f.Close() }, nil
+	return func() {
+		s.cacheWrites.Wait() // the caches are written under the lock
+		f.Close()
+	}, nil
 }
 
 // removeStaleLocks removes the lock files a git killed with an earlier rewind

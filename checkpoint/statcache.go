@@ -286,14 +286,10 @@ func (s *Store) readStatCache() *statCache {
 // capture wrote. Without an index (or on
 // any failure) the old cache goes: it could only describe another index,
 // which its stamp would tell anyway.
-func (s *Store) writeStatCache(e *statEntries, tree, base string) {
+func (s *Store) writeStatCache(e *statEntries, stamp []byte, tree, base string) {
 	defer gitexec.TraceStep(fmt.Sprintf("stat cache written (%d paths)", len(e.paths)), time.Now())
-	stamp, err := indexStamp(s.indexFile())
-	if err == nil {
-		e.encode()
-		err = writeCache(s.statCacheFile(), assembleStatCache(stamp, tree, base, len(e.paths), e.encoded))
-	}
-	if err != nil {
+	e.encode()
+	if err := writeCache(s.statCacheFile(), assembleStatCache(stamp, tree, base, len(e.paths), e.encoded)); err != nil {
 		os.Remove(s.statCacheFile())
 	}
 }

@@ -42,6 +42,11 @@ type Store struct {
 
 	dirOK sync.Map // capture's cache: directory -> no symlink or file above or at it
 
+	// cacheWrites counts the stat cache writes still under way: a capture
+	// writes it beside the steps that follow (the commit, the ref), and the
+	// next capture and the unlock wait for it.
+	cacheWrites sync.WaitGroup
+
 	// index, when set, is the index file in place of the store's own (a
 	// capture of another directory, CreateFrom, keeps the store's stat cache
 	// of the work tree intact).
