@@ -587,9 +587,9 @@ func (s *Store) classify(paths []string, maxSize int64, known func(int) (statKey
 	}
 	var runs []run
 	for i := 0; i < len(paths); {
-		d := path.Dir(paths[i])
+		d := dirOf(paths[i])
 		j := i + 1
-		for j < len(paths) && j-i < 256 && path.Dir(paths[j]) == d {
+		for j < len(paths) && j-i < 256 && dirOf(paths[j]) == d {
 			j++
 		}
 		runs = append(runs, run{d, i, j})
@@ -609,6 +609,11 @@ func (s *Store) classify(paths []string, maxSize int64, known func(int) (statKey
 	}
 	forEach(len(runs), func(r int) {
 		run := runs[r]
+		// A run git found all as the index holds it needs no look: git's
+		// diff-files takes a path below a symlink or a file for deleted.
+		if !slices.Contains(look[run.start:run.end], true) {
+			return
+		}
 		if s.notADir(run.dir) {
 			// below a symlink or a file: git refuses the paths ("beyond a
 			// symbolic link"), and the symlink itself is captured as one
@@ -640,6 +645,15 @@ func (s *Store) classify(paths []string, maxSize int64, known func(int) (statKey
 		}
 	}
 	return keep, skipped, looked
+}
+
+// dirOf is path.Dir of a path as git lists one (clean, relative), without
+// path.Clean's pass over it: classify asks it of every path.
+func dirOf(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return "."
 }
 
 // verdictOf is the verdict on a file kept as the index holds it, from its
