@@ -478,18 +478,24 @@ func (s *Store) Create(ctx context.Context, opt CreateOptions) (*Created, error)
 	}
 	defer unlock()
 	gitexec.TraceStep("lock", begun)
-	res, err := s.create(ctx, opt)
-	if err != nil && existed && ctx.Err() == nil {
-		// A store that fails its check is the error to report.
-		healed, herr := s.heal(ctx)
-		switch {
-		case herr != nil:
-			return nil, herr
-		case healed:
-			return s.create(ctx, opt)
-		}
+	res, err := s.create(ctx, opt, nil)
+	if retry, herr := s.healAfter(ctx, err, existed); herr != nil {
+		return nil, herr
+	} else if retry {
+		return s.create(ctx, opt, nil)
 	}
 	return res, err
+}
+
+// healAfter is the health check of a store an operation found failing (err)
+// before it changed anything: a store that fails the check is the error to
+// report; retry says the store was repaired or started anew, and the
+// operation may run once more.
+func (s *Store) healAfter(ctx context.Context, err error, existed bool) (retry bool, _ error) {
+	if err == nil || !existed || ctx.Err() != nil {
+		return false, nil
+	}
+	return s.heal(ctx)
 }
 
 // begin starts a mutating operation: it takes the lock and creates the store,
@@ -520,8 +526,10 @@ func (s *Store) begin(ctx context.Context, refuseInterrupted, checkHealth bool) 
 	return unlock, nil
 }
 
-// create is Create under the lock.
-func (s *Store) create(ctx context.Context, opt CreateOptions) (*Created, error) {
+// create is Create under the lock. cps, when not nil, is the list of
+// checkpoints as the caller just read it under the lock (else it is read
+// beside the capture).
+func (s *Store) create(ctx context.Context, opt CreateOptions, cps []*Checkpoint) (*Created, error) {
 	max := opt.MaxFileSize
 	if max <= 0 {
 		max = DefaultMaxFileSize
@@ -530,7 +538,6 @@ func (s *Store) create(ctx context.Context, opt CreateOptions) (*Created, error)
 	// checkpoints are independent (the capture writes only the store's
 	// index).
 	var cap *capture
-	var cps []*Checkpoint
 	err := parallel(
 		func() (err error) {
 			defer gitexec.TraceStep("capture", time.Now())
@@ -538,6 +545,9 @@ func (s *Store) create(ctx context.Context, opt CreateOptions) (*Created, error)
 			return err
 		},
 		func() (err error) {
+			if cps != nil {
+				return nil
+			}
 			defer gitexec.TraceStep("list of checkpoints", time.Now())
 			cps, err = s.List(ctx)
 			return err

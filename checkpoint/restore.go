@@ -53,12 +53,19 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := s.begin(ctx, false, true)
+	// The list of checkpoints is the health check (Create says why).
+	existed := s.Exists()
+	unlock, err := s.begin(ctx, false, false)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 	cps, err := s.List(ctx)
+	if retry, herr := s.healAfter(ctx, err, existed); herr != nil {
+		return nil, herr
+	} else if retry {
+		cps, err = s.List(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +112,7 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 		if len(files) > 0 {
 			reason = "pre-restore-safety-file"
 		}
-		made, err := s.create(ctx, CreateOptions{Reason: reason, Source: "checkpoint", MaxFileSize: max, Keep: len(cps) + 1})
+		made, err := s.create(ctx, CreateOptions{Reason: reason, Source: "checkpoint", MaxFileSize: max, Keep: len(cps) + 1}, slices.Clip(cps))
 		if err != nil {
 			return nil, fmt.Errorf("safety checkpoint: %w", err)
 		}

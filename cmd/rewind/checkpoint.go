@@ -671,7 +671,9 @@ func branchMismatch(c *cli.Context, s *checkpoint.Store, ref string) (string, er
 	cps, err := s.List(c.Context)
 	<-read
 	if err != nil {
-		return "", err
+		// The restore lists them again under the lock, where a store git
+		// gives up on is checked and repaired, or reports the error.
+		return "", nil
 	}
 	target, err := checkpoint.Resolve(cps, ref)
 	if err != nil {
