@@ -578,59 +578,50 @@ func (s *Store) prewrite(ctx context.Context, files []verdict) {
 // the index holds paths[i] as it is, given its stat data k.
 func (s *Store) classify(paths []string, maxSize int64, known func(int) (statKey, bool), unchanged func(int, statKey) bool) (keep []verdict, skipped []Skipped, looked int) {
 	verdicts := make([]verdict, len(paths))
-	// Runs of paths in one directory (git lists a directory's files
-	// together), of at most 256 so that a flat tree still spreads over the
-	// workers, each looked at through one descriptor of its directory.
-	type run struct {
-		dir        string
-		start, end int // indices into paths
-	}
-	var runs []run
-	for i := 0; i < len(paths); {
-		d := dirOf(paths[i])
-		j := i + 1
-		for j < len(paths) && j-i < 256 && dirOf(paths[j]) == d {
-			j++
-		}
-		runs = append(runs, run{d, i, j})
-		i = j
-	}
 	// Files git found as the index holds them are judged from their stat
 	// data then; the rest are looked at, side by side.
-	look := make([]bool, len(paths))
+	var looks []int // indices into paths
 	for i := range paths {
 		if k, ok := known(i); ok && (maxSize <= 0 || int64(k.size) <= maxSize) {
 			if verdicts[i], ok = verdictOf(k); ok {
 				continue
 			}
 		}
-		look[i] = true
-		looked++
+		looks = append(looks, i)
+	}
+	// Runs of those paths in one directory (git lists a directory's files
+	// together), of at most 256 so that a flat tree still spreads over the
+	// workers, each looked at through one descriptor of its directory. (A
+	// directory none of whose files is looked at needs no look either: git's
+	// diff-files takes a path below a symlink or a file for deleted.)
+	type run struct {
+		dir        string
+		start, end int // indices into looks
+	}
+	var runs []run
+	for i := 0; i < len(looks); {
+		d := dirOf(paths[looks[i]])
+		j := i + 1
+		for j < len(looks) && j-i < 256 && dirOf(paths[looks[j]]) == d {
+			j++
+		}
+		runs = append(runs, run{d, i, j})
+		i = j
 	}
 	forEach(len(runs), func(r int) {
 		run := runs[r]
-		// A run git found all as the index holds it needs no look: git's
-		// diff-files takes a path below a symlink or a file for deleted.
-		if !slices.Contains(look[run.start:run.end], true) {
-			return
-		}
 		if s.notADir(run.dir) {
 			// below a symlink or a file: git refuses the paths ("beyond a
 			// symbolic link"), and the symlink itself is captured as one
-			clear(verdicts[run.start:run.end])
+			for _, i := range looks[run.start:run.end] {
+				verdicts[i] = verdict{}
+			}
 			return
 		}
-		var ds *dirStat
-		for i := run.start; i < run.end; i++ {
-			if !look[i] {
-				continue
-			}
-			if ds == nil {
-				d := openDirStat(s.WorkTree + "/" + run.dir)
-				defer d.close()
-				ds = &d
-			}
-			verdicts[i] = s.judge(paths[i], i, maxSize, unchanged, *ds)
+		d := openDirStat(s.WorkTree + "/" + run.dir)
+		defer d.close()
+		for _, i := range looks[run.start:run.end] {
+			verdicts[i] = s.judge(paths[i], i, maxSize, unchanged, d)
 		}
 	})
 	// kept in place: verdicts is not needed after
@@ -644,7 +635,7 @@ func (s *Store) classify(paths []string, maxSize int64, known func(int) (statKey
 			skipped = append(skipped, *v.skip)
 		}
 	}
-	return keep, skipped, looked
+	return keep, skipped, len(looks)
 }
 
 // dirOf is path.Dir of a path as git lists one (clean, relative), without
