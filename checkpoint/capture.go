@@ -189,10 +189,8 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		},
 		func() error { cached = s.readStatCache(); return nil },
 		func() (err error) {
-			if trusted, fine = s.dirCacheTrusted(); trusted {
-				listing = s.readListCache()
-			}
-			h, err = s.hold(ctx, listing, trusted)
+			trusted, fine = s.dirCacheTrusted()
+			h, listing, err = s.hold(ctx, trusted)
 			return err
 		})
 	if err != nil {

@@ -62,11 +62,11 @@ type held struct {
 // unreadableDir is git's warning for a directory ls-files could not open.
 var unreadableDir = regexp.MustCompile(`^warning: could not open directory '(.*)': (.*)$`)
 
-// hold lists what a checkpoint of the work tree holds now. cache, when not
-// nil, is the listing cache (listcache.go) to take what it can from; trusted
-// says whether the directories' times may be trusted at all (then h.inputs
-// is set, for the cache the capture writes).
-func (s *Store) hold(ctx context.Context, cache *listCache, trusted bool) (*held, error) {
+// hold lists what a checkpoint of the work tree holds now. trusted says
+// whether the directories' times may be trusted at all: then the listing
+// cache (listcache.go), read and returned as cache, gives what it can, and
+// h.inputs is set, for the cache the capture writes.
+func (s *Store) hold(ctx context.Context, trusted bool) (*held, *listCache, error) {
 	h := &held{tracked: map[string]bool{}}
 	var rewindIgnore []byte
 	h.ignore, h.notes, rewindIgnore = s.readRewindIgnore()
@@ -95,12 +95,19 @@ func (s *Store) hold(ctx context.Context, cache *listCache, trusted bool) (*held
 	// asked again without.
 	//
 	// The project's config, an input of the listing cache, is read beside
-	// it (and dropped outside a repository).
+	// it (and dropped outside a repository), and so is the listing cache.
 	project := gitexec.Project{Dir: s.WorkTree}
 	where := []string{"rev-parse", "--is-inside-work-tree", "--git-path", "index", "--git-path", "info/exclude", "--show-toplevel"}
 	var out, config []byte
 	var err, configErr error
+	var cache *listCache
 	parallel(
+		func() error {
+			if trusted {
+				cache = s.readListCache()
+			}
+			return nil
+		},
 		func() error {
 			out, err = project.Run(ctx, append(where, "HEAD", "--symbolic-full-name", "HEAD")...)
 			if ge, ok := err.(*gitexec.Error); ok && !strings.Contains(ge.Stderr, "not a git repository") {
@@ -138,11 +145,11 @@ func (s *Store) hold(ctx context.Context, cache *listCache, trusted bool) (*held
 		switch {
 		case len(changed) == 0:
 			h.paths, h.tracked, h.repos, h.listedBy, h.fromCache = cache.paths, cache.tracked, []string{""}, "the listing cache", true
-			return h, nil
+			return h, cache, nil
 		case changed[0] != "" && len(changed) <= maxRelisted:
 			ok, err := s.relist(ctx, h, cache, changed)
 			if err != nil || ok {
-				return h, err
+				return h, cache, err
 			}
 			// something the cache cannot hold came up: list it all
 			*h = held{tracked: map[string]bool{}, ignore: h.ignore, notes: h.notes, private: h.private, inRepo: h.inRepo, inputs: h.inputs}
@@ -156,14 +163,14 @@ func (s *Store) hold(ctx context.Context, cache *listCache, trusted bool) (*held
 		h.repos = append(h.repos, root)
 		entries, err := s.listRepo(ctx, h, root, false)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var found []string
 		h.paths, found = h.add(h.paths, entries)
 		queue = append(queue, found...)
 	}
 	h.paths = dedupe(h.paths)
-	return h, nil
+	return h, cache, nil
 }
 
 // maxRelisted is the most directories a capture lists again by pathspec;
