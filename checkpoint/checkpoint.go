@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -608,24 +609,51 @@ func (s *Store) create(ctx context.Context, opt CreateOptions, cps []*Checkpoint
 	if len(cps) > 0 {
 		c.Seq = cps[len(cps)-1].Seq + 1
 	}
-	// Create-only: the zero old value makes update-ref fail rather than move a
-	// ref that already exists.
-	if _, err := g.Run(ctx, "update-ref", "--no-deref", refName(c.Seq), c.ID, strings.Repeat("0", len(c.ID))); err != nil {
-		return nil, err
-	}
 	cps = append(cps, c)
 	res.Checkpoint = c
 	keep := opt.Keep
 	if keep <= 0 {
 		keep = 50
 	}
-	// The checkpoint is recorded: a failed eviction is for the next one to retry,
-	// not a failure of this one.
-	defer gitexec.TraceStep("eviction and manifest", time.Now())
-	if res.Evicted, err = s.evict(ctx, cps, keep); err != nil {
+	// The ref and the eviction it brings are one transaction (one git
+	// process). Create-only: it fails rather than move a ref that already
+	// exists.
+	gone := evictable(cps, keep)
+	if err := s.updateRefs(ctx, c, gone); err != nil {
+		if len(gone) == 0 {
+			return nil, err
+		}
+		// The eviction may be what failed: the checkpoint alone, and the
+		// eviction for the next one to retry, not a failure of this one.
+		if err := s.updateRefs(ctx, c, nil); err != nil {
+			return nil, err
+		}
 		s.warn("could not evict old checkpoints (the next checkpoint retries): %v", err)
+		gone = nil
+	}
+	res.Evicted = gone
+	defer gitexec.TraceStep("manifest", time.Now())
+	if err := s.writeManifest(without(cps, gone)); err != nil {
+		s.warn("could not write the store's checkpoint-manifest.md (the next checkpoint retries): %v", err)
 	}
 	return res, nil
+}
+
+// updateRefs creates the ref of c (when not nil) and deletes those of gone,
+// all or none.
+func (s *Store) updateRefs(ctx context.Context, c *Checkpoint, gone []*Checkpoint) error {
+	var b strings.Builder
+	if c != nil {
+		fmt.Fprintf(&b, "create %s %s\n", refName(c.Seq), c.ID)
+	}
+	for _, g := range gone {
+		fmt.Fprintf(&b, "delete %s %s\n", refName(g.Seq), g.ID)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	_, err := s.git().RunInput(ctx, strings.NewReader(b.String()), "update-ref", "--no-deref", "--stdin")
+	return err
 }
 
 func refName(seq int) string { return fmt.Sprintf("%s%010d", refPrefix, seq) }
@@ -672,8 +700,17 @@ func (c *Checkpoint) Budget() string {
 // crucible's procedure made are the procedure's: they are never evicted, nor
 // counted.
 func (s *Store) evict(ctx context.Context, cps []*Checkpoint, keep int) ([]*Checkpoint, error) {
+	gone := evictable(cps, keep)
+	if err := s.updateRefs(ctx, nil, gone); err != nil {
+		return nil, err
+	}
+	return gone, s.writeManifest(without(cps, gone))
+}
+
+// evictable is what evict removes of cps (oldest first): all but the newest
+// keep of each budget, never the procedure's.
+func evictable(cps []*Checkpoint, keep int) []*Checkpoint {
 	kept := map[string]int{}
-	evicted := map[*Checkpoint]bool{}
 	var gone []*Checkpoint
 	for i := len(cps) - 1; i >= 0; i-- {
 		c := cps[i]
@@ -681,27 +718,25 @@ func (s *Store) evict(ctx context.Context, cps []*Checkpoint, keep int) ([]*Chec
 			continue
 		}
 		if kept[c.Budget()]++; kept[c.Budget()] > keep {
-			evicted[c] = true
-			gone = append([]*Checkpoint{c}, gone...)
+			gone = append(gone, c)
 		}
 	}
-	if len(gone) > 0 {
-		var b strings.Builder
-		for _, c := range gone {
-			fmt.Fprintf(&b, "delete %s %s\n", refName(c.Seq), c.ID)
-		}
-		if _, err := s.git().RunInput(ctx, strings.NewReader(b.String()), "update-ref", "--stdin"); err != nil {
-			return nil, err
-		}
-		var left []*Checkpoint
-		for _, c := range cps {
-			if !evicted[c] {
-				left = append(left, c)
-			}
-		}
-		cps = left
+	slices.Reverse(gone)
+	return gone
+}
+
+// without is cps less gone.
+func without(cps, gone []*Checkpoint) []*Checkpoint {
+	if len(gone) == 0 {
+		return cps
 	}
-	return gone, s.writeManifest(cps)
+	var left []*Checkpoint
+	for _, c := range cps {
+		if !slices.Contains(gone, c) {
+			left = append(left, c)
+		}
+	}
+	return left
 }
 
 // writeManifest rewrites checkpoint-manifest.md from the checkpoints:
