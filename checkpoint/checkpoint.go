@@ -496,6 +496,7 @@ func (s *Store) healAfter(ctx context.Context, err error, existed bool) (retry b
 	if err == nil || !existed || ctx.Err() != nil {
 		return false, nil
 	}
+	s.cacheWrites.Wait() // before the store may be moved aside
 	return s.heal(ctx)
 }
 
