@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -75,5 +76,34 @@ func TestHasObject(t *testing.T) {
 	}
 	if s.hasObject(id) {
 		t.Fatalf("%s found through a pack index of an unknown version", id)
+	}
+}
+
+// TestPackIndexHasDamagedFanout: a pack index whose fan-out table counts more
+// ids than the file holds (damaged, or cut short by a crash) says no without
+// reserving memory for the ids it claims: with the counts near 2^32 that
+// reservation (85 GB) ends the process. git checks the file's size against
+// the last count before it reads an index.
+func TestPackIndexHasDamagedFanout(t *testing.T) {
+	head := append([]byte(nil), packIndexV2...)
+	for b := 0; b < 256; b++ {
+		head = append(head, 0x04, 0, 0, 0) // 2^26 ids by each count: 1.3 GB of ids
+	}
+	head[8], head[9], head[10], head[11] = 0, 0, 0, 0 // no id starts with 0x00
+	name := filepath.Join(t.TempDir(), "pack-damaged.idx")
+	if err := os.WriteFile(name, head, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := make([]byte, 20)
+	id[0] = 0x01
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	found := packIndexHas(name, id)
+	runtime.ReadMemStats(&after)
+	if found {
+		t.Fatal("found an id in an index that holds none")
+	}
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 1<<20 {
+		t.Fatalf("looking up one id in a %d-byte index allocated %d bytes", len(head), grown)
 	}
 }
