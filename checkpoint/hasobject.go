@@ -60,6 +60,12 @@ func packIndexHas(name string, id []byte) bool {
 		return false
 	}
 	n := int64(len(id))
+	// The ids are read only when the file holds all the fan-out counts: a
+	// damaged table would otherwise reserve memory for ids that are not there
+	// (git checks the size the same way before it uses an index).
+	if info, err := f.Stat(); err != nil || info.Size() < int64(len(head))+count(255)*n || hi > count(255) {
+		return false
+	}
 	ids := make([]byte, (hi-lo)*n)
 	if _, err := f.ReadAt(ids, int64(len(head))+lo*n); err != nil {
 		return false
