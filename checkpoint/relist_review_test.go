@@ -22,48 +22,86 @@ func TestRelistIndexStates(t *testing.T) {
 		name   string
 		before func(t *testing.T, repo string)
 		change func(t *testing.T, repo string)
+		prep   func(t *testing.T, repo string) // after the commit, before the first checkpoint
 	}{
 		{"assume-unchanged, then removed", nil, func(t *testing.T, repo string) {
 			gitIn(t, repo, "update-index", "--assume-unchanged", "a/x")
 			os.Remove(filepath.Join(repo, "a/x"))
-		}},
+		}, nil},
 		{"skip-worktree, then removed", nil, func(t *testing.T, repo string) {
 			gitIn(t, repo, "update-index", "--skip-worktree", "a/x")
 			os.Remove(filepath.Join(repo, "a/x"))
-		}},
+		}, nil},
 		{"sparse checkout", nil, func(t *testing.T, repo string) {
 			gitIn(t, repo, "sparse-checkout", "set", "--no-cone", "/b/")
-		}},
+		}, nil},
 		{"intent to add", nil, func(t *testing.T, repo string) {
 			mustWrite(t, filepath.Join(repo, "a/new"), "n")
 			gitIn(t, repo, "add", "-N", "a/new")
-		}},
+		}, nil},
 		{"split index, rm --cached", func(t *testing.T, repo string) {
 			gitIn(t, repo, "config", "core.splitIndex", "true")
 			gitIn(t, repo, "update-index", "--split-index")
 		}, func(t *testing.T, repo string) {
 			gitIn(t, repo, "rm", "-q", "--cached", "a/x")
-		}},
+		}, nil},
 		{"rm --cached in the same second", nil, func(t *testing.T, repo string) {
 			gitIn(t, repo, "rm", "-q", "--cached", "a/y")
-		}},
+		}, nil},
 		{"tracked file deleted", nil, func(t *testing.T, repo string) {
 			os.Remove(filepath.Join(repo, "a/x"))
-		}},
+		}, nil},
 		{"tracked file turned into a directory", nil, func(t *testing.T, repo string) {
 			os.Remove(filepath.Join(repo, "a/x"))
 			mustWrite(t, filepath.Join(repo, "a/x/inner"), "i")
-		}},
+		}, nil},
 		{"ignored tracked file untracked", func(t *testing.T, repo string) {
 			mustWrite(t, filepath.Join(repo, ".gitignore"), "*.log\n")
 			mustWrite(t, filepath.Join(repo, "a/t.log"), "l")
 			gitIn(t, repo, "add", "-f", "a/t.log", ".gitignore")
 		}, func(t *testing.T, repo string) {
 			gitIn(t, repo, "rm", "-q", "--cached", "a/t.log")
+		}, nil},
+		{"every kept file of a directory deleted", nil, func(t *testing.T, repo string) {
+			os.Remove(filepath.Join(repo, "a/x"))
+			os.Remove(filepath.Join(repo, "a/y"))
+		}, nil},
+		{"empty directory below, bits of another", nil, func(t *testing.T, repo string) {
+			os.MkdirAll(filepath.Join(repo, "c/empty/deeper"), 0o755)
+			os.Chmod(filepath.Join(repo, "a"), 0o700)
+		}, nil},
+		{"skip-worktree file missing, a directory in its place", nil, func(t *testing.T, repo string) {
+			gitIn(t, repo, "update-index", "--skip-worktree", "c/w")
+			time.Sleep(40 * time.Millisecond)
+			os.Remove(filepath.Join(repo, "c/w"))
+			os.MkdirAll(filepath.Join(repo, "c/w"), 0o755)
+		}, nil},
+		{"untracked file in a directory of tracked ones only, ignored", func(t *testing.T, repo string) {
+			mustWrite(t, filepath.Join(repo, "a/.gitignore"), "*.tmp\n")
+		}, func(t *testing.T, repo string) {
+			mustWrite(t, filepath.Join(repo, "a/t.tmp"), "t")
+			mustWrite(t, filepath.Join(repo, "a/t.keep"), "t")
+		}, nil},
+		{"skip-worktree set before, file then replaced by a directory", nil, func(t *testing.T, repo string) {
+			os.Remove(filepath.Join(repo, "c/w"))
+			mustWrite(t, filepath.Join(repo, "c/w/in"), "i")
+		}, func(t *testing.T, repo string) { gitIn(t, repo, "update-index", "--skip-worktree", "c/w") }},
+		{"assume-unchanged set before, file then removed", nil, func(t *testing.T, repo string) {
+			os.Remove(filepath.Join(repo, "a/x"))
+		}, func(t *testing.T, repo string) { gitIn(t, repo, "update-index", "--assume-unchanged", "a/x") }},
+		{"sparse checkout before, a file outside it written", nil, func(t *testing.T, repo string) {
+			mustWrite(t, filepath.Join(repo, "a/x"), "back")
+			mustWrite(t, filepath.Join(repo, "a/other"), "o")
+		}, func(t *testing.T, repo string) { gitIn(t, repo, "sparse-checkout", "set", "--no-cone", "/b/", "/c/") }},
+		{"intent to add before, file then removed", nil, func(t *testing.T, repo string) {
+			os.Remove(filepath.Join(repo, "a/new"))
+		}, func(t *testing.T, repo string) {
+			mustWrite(t, filepath.Join(repo, "a/new"), "n")
+			gitIn(t, repo, "add", "-N", "a/new")
 		}},
 		{"index rewritten same size, nothing else", nil, func(t *testing.T, repo string) {
 			gitIn(t, repo, "update-index", "--really-refresh")
-		}},
+		}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -79,6 +117,9 @@ func TestRelistIndexStates(t *testing.T) {
 			}
 			gitIn(t, repo, "add", "-A")
 			gitIn(t, repo, "commit", "-q", "-m", "one")
+			if c.prep != nil {
+				c.prep(t, repo)
+			}
 			s, err := Open(repo, filepath.Join(t.TempDir(), "store"))
 			if err != nil {
 				t.Fatal(err)
