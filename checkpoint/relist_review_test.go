@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -167,5 +168,66 @@ func TestRelistIndexStates(t *testing.T) {
 				t.Fatalf("listed %s: with the cache\n%s\n%q\nwithout\n%s\n%q", how, got, made.Checkpoint.meta.trailers(), exp, want.Checkpoint.meta.trailers())
 			}
 		})
+	}
+}
+
+// TestRelistRestoreRoundTrip: in a project with a skip-worktree file missing
+// from disk, an assume-unchanged one and an intent-to-add one, a restore
+// whose safety checkpoint is listed in part by the cache, then a restore of
+// that safety checkpoint, gives back exactly the work tree before.
+func TestRelistRestoreRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	repo := t.TempDir()
+	repo, _ = filepath.EvalSymlinks(repo)
+	gitIn(t, repo, "init", "-q")
+	for _, p := range []string{"a/x", "a/y", "b/z", "c/w", "d/v"} {
+		mustWrite(t, filepath.Join(repo, p), p)
+	}
+	gitIn(t, repo, "add", "-A")
+	gitIn(t, repo, "commit", "-q", "-m", "one")
+	gitIn(t, repo, "update-index", "--skip-worktree", "c/w")
+	os.Remove(filepath.Join(repo, "c/w"))
+	gitIn(t, repo, "update-index", "--assume-unchanged", "a/y")
+	mustWrite(t, filepath.Join(repo, "b/new"), "n")
+	gitIn(t, repo, "add", "-N", "b/new")
+	s, err := Open(repo, filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !trustedHere(s) {
+		t.Skip("the listing cache does not trust this file system")
+	}
+	defer func(cut func(time.Time, bool) time.Time) { dirRacyCut = cut }(dirRacyCut)
+	dirRacyCut = func(start time.Time, _ bool) time.Time { return start.Add(-20 * time.Millisecond) }
+	time.Sleep(40 * time.Millisecond)
+	one, err := s.Create(ctx, CreateOptions{Reason: "one", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// changes in some directories only
+	mustWrite(t, filepath.Join(repo, "a/y"), "assumed, changed")
+	os.Remove(filepath.Join(repo, "b/new"))
+	mustWrite(t, filepath.Join(repo, "b/untracked"), "u")
+	os.MkdirAll(filepath.Join(repo, "b/empty"), 0o755)
+	mustWrite(t, filepath.Join(repo, "c/w/in"), "a directory where the skipped file was")
+	time.Sleep(40 * time.Millisecond)
+	before := listing(t, repo, true)
+	var trace bytes.Buffer
+	gitexec.Trace = &trace
+	res, err := s.Restore(ctx, one.Checkpoint.ID, RestoreOptions{})
+	gitexec.Trace = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(trace.String(), "by the listing cache and git") {
+		t.Logf("the safety checkpoint was not listed in part; trace:\n%s", trace.String())
+	}
+	time.Sleep(40 * time.Millisecond)
+	if _, err := s.Restore(ctx, res.Safety.ID, RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	after := listing(t, repo, true)
+	if !reflect.DeepEqual(before, after) {
+		t.Fatalf("restoring the safety checkpoint gave\n%v\nwant\n%v", after, before)
 	}
 }
