@@ -526,9 +526,14 @@ func (s *Store) ignoredNow(ctx context.Context, h *held, paths []string, isDir b
 	// the rules now ignore: its undo could not take it away. Such a path is
 	// ignored when a directory above it that exists is (asked without the
 	// index, which would answer nothing for a directory holding tracked
-	// files), or when the .gitignore files of those directories match it.
-	// (Patterns of info/exclude and core.excludesFile are seen only through
-	// the directories.)
+	// files), or when git, asked in a stand-in work tree with no link in the
+	// way (standInIgnored), ignores it; outside a repository, when the
+	// .gitignore files of those directories match it.
+	if h.inRepo || len(h.repos) > 1 {
+		if err := s.standInIgnored(ctx, h, beyondLink, isDir, ignored); err != nil {
+			return nil, err
+		}
+	}
 	above := map[string]bool{}
 	rules := &targetRules{gitignore: map[string]ignorePatterns{}, repos: h.repos}
 	for _, p := range beyondLink {
@@ -548,12 +553,115 @@ func (s *Store) ignoredNow(ctx context.Context, h *held, paths []string, isDir b
 		return nil, err
 	}
 	for _, p := range beyondLink {
-		ignored[p] = rules.ignores(p, isDir)
+		ignored[p] = ignored[p] || rules.ignores(p, isDir)
 		for d := path.Dir(p); d != "." && !ignored[p]; d = path.Dir(d) {
 			ignored[p] = dirIgnored[d]
 		}
 	}
 	return ignored, nil
+}
+
+// standInIgnored marks in ignored which of paths (each beyond a symlink in
+// the work tree) git ignores by its patterns, as if the link were a
+// directory: in a scratch directory standing in for each one's repository's
+// work tree (a .git file naming its git directory), holding copies of the
+// .gitignore files of the real directories above the path, from the
+// repository's top down, git judges the path by every source in its order
+// (those files, info/exclude, core.excludesFile) with no link in the way.
+func (s *Store) standInIgnored(ctx context.Context, h *held, paths []string, isDir bool, ignored map[string]bool) error {
+	byRepo := map[string][]string{}
+	for _, p := range paths {
+		if r := h.repoOf(p); r != "" || h.inRepo {
+			byRepo[r] = append(byRepo[r], p)
+		}
+	}
+	for root, ps := range byRepo {
+		dir := filepath.Join(s.WorkTree, root)
+		out, err := gitexec.Project{Dir: dir}.Run(ctx, "rev-parse", "--absolute-git-dir", "--show-toplevel")
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if err != nil || len(lines) != 2 {
+			continue // a repository git will not read: its patterns do not apply
+		}
+		gitDir, top := lines[0], filepath.Clean(lines[1])
+		// The path of the work tree's root (for root "") or of the nested
+		// repository in its repository's top.
+		base, err := filepath.Rel(top, dir)
+		if err != nil || base == ".." || strings.HasPrefix(base, "../") {
+			continue
+		}
+		standIn, err := os.MkdirTemp(s.Dir, "rewind-standin-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(standIn)
+		if err := os.WriteFile(filepath.Join(standIn, ".git"), []byte("gitdir: "+gitDir+"\n"), 0o600); err != nil {
+			return err
+		}
+		prefix := ""
+		if root != "" {
+			prefix = root + "/"
+		}
+		var in bytes.Buffer
+		copied := map[string]bool{}
+		for _, p := range ps {
+			rel := path.Join(filepath.ToSlash(base), strings.TrimPrefix(p, prefix)) // from the top
+			// Every directory from the top down to the last real one above p.
+			for d := "."; ; {
+				real := filepath.Join(top, d)
+				if fi, err := os.Lstat(real); err != nil || !fi.IsDir() {
+					break
+				}
+				if !copied[d] {
+					copied[d] = true
+					if err := copyIgnoreFile(filepath.Join(real, ".gitignore"), filepath.Join(standIn, d)); err != nil {
+						return err
+					}
+				}
+				next, _, found := strings.Cut(strings.TrimPrefix(rel, strings.TrimPrefix(d+"/", "./")), "/")
+				if !found {
+					break
+				}
+				d = path.Join(d, next)
+			}
+			if isDir {
+				// git judges a path that exists by its type
+				if err := os.MkdirAll(filepath.Join(standIn, rel), 0o700); err != nil {
+					return err
+				}
+			}
+			in.WriteString("./" + rel)
+			in.WriteByte(0)
+		}
+		out, err = gitexec.Project{Dir: standIn}.RunInput(ctx, &in, "check-ignore", "--no-index", "-z", "--stdin")
+		if err != nil && !exitedWith(err, 1) { // 1: none of them is ignored
+			return err
+		}
+		for _, q := range splitNul(out) {
+			q = strings.TrimPrefix(q, "./")
+			if base != "." {
+				q = strings.TrimPrefix(q, filepath.ToSlash(base)+"/")
+			}
+			ignored[prefix+q] = true
+		}
+	}
+	return nil
+}
+
+// copyIgnoreFile copies a .gitignore (a regular file only, as git reads
+// them) into the directory to, making it; none when there is none.
+func copyIgnoreFile(name, to string) error {
+	if err := os.MkdirAll(to, 0o700); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(name)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil
+	}
+	return os.WriteFile(filepath.Join(to, ".gitignore"), data, 0o600)
 }
 
 // checkIgnore asks git which of paths its ignore rules match, each in the
