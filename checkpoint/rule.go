@@ -647,18 +647,14 @@ func (s *Store) standInIgnored(ctx context.Context, h *held, paths []string, isD
 	return nil
 }
 
-// copyIgnoreFile copies a .gitignore (a regular file only, as git reads
-// them) into the directory to, making it; none when there is none.
+// copyIgnoreFile copies a .gitignore (see ignoreFileData) into the
+// directory to, making it; none when there is none.
 func copyIgnoreFile(name, to string) error {
 	if err := os.MkdirAll(to, 0o700); err != nil {
 		return err
 	}
-	fi, err := os.Lstat(name)
-	if err != nil || !fi.Mode().IsRegular() {
-		return nil
-	}
-	data, err := os.ReadFile(name)
-	if err != nil {
+	data := ignoreFileData(name)
+	if data == nil {
 		return nil
 	}
 	return os.WriteFile(filepath.Join(to, ".gitignore"), data, 0o600)
@@ -725,9 +721,19 @@ func (s *Store) linkAbove(p string) bool {
 	return false
 }
 
-// readIgnoreFile reads the patterns of a .gitignore in the work tree (a
-// regular file only, as git reads them); none when there is none.
+// readIgnoreFile reads the patterns of a .gitignore in the work tree (see
+// ignoreFileData); none when there is none.
 func readIgnoreFile(name string) ignorePatterns {
+	data := ignoreFileData(name)
+	if data == nil {
+		return nil
+	}
+	return parseIgnore(data)
+}
+
+// ignoreFileData is the content of a .gitignore: a regular file only, as git
+// reads them; nil when there is none or it cannot be read.
+func ignoreFileData(name string) []byte {
 	fi, err := os.Lstat(name)
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil
@@ -736,7 +742,7 @@ func readIgnoreFile(name string) ignorePatterns {
 	if err != nil {
 		return nil
 	}
-	return parseIgnore(data)
+	return data
 }
 
 func exitedWith(err error, code int) bool {
