@@ -664,6 +664,9 @@ func refName(seq int) string { return fmt.Sprintf("%s%010d", refPrefix, seq) }
 func (s *Store) projectHead(ctx context.Context) (branch, head string) {
 	// One process: the commit, then the ref HEAD names ("HEAD" itself when
 	// detached). A HEAD without commits makes it fail.
+	if noRepository(s.WorkTree) {
+		return "", ""
+	}
 	out, err := gitexec.Project{Dir: s.WorkTree}.Run(ctx, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD")
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if err != nil || len(lines) != 2 || !isHex(lines[0]) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -62,6 +63,10 @@ type held struct {
 // unreadableDir is git's warning for a directory ls-files could not open.
 var unreadableDir = regexp.MustCompile(`^warning: could not open directory '(.*)': (.*)$`)
 
+// errNoRepository stands for git's "not a git repository" where it was not
+// asked (noRepository).
+var errNoRepository = errors.New("not a git repository")
+
 // hold lists what a checkpoint of the work tree holds now. trusted says
 // whether the directories' times may be trusted at all: then the listing
 // cache (listcache.go), read and returned as cache, gives what it can, and
@@ -96,11 +101,13 @@ func (s *Store) hold(ctx context.Context, trusted bool) (*held, *listCache, erro
 	//
 	// The project's config, an input of the listing cache, is read beside
 	// it (and dropped outside a repository), and so is the listing cache.
+	// Neither runs where git could find no repository (noRepository).
 	project := gitexec.Project{Dir: s.WorkTree}
 	where := []string{"rev-parse", "--is-inside-work-tree", "--git-path", "index", "--git-path", "info/exclude", "--show-toplevel"}
 	var out, config []byte
 	var err, configErr error
 	var cache *listCache
+	noRepo := noRepository(s.WorkTree) // then git would say "not a git repository"
 	parallel(
 		func() error {
 			if trusted {
@@ -109,6 +116,10 @@ func (s *Store) hold(ctx context.Context, trusted bool) (*held, *listCache, erro
 			return nil
 		},
 		func() error {
+			if noRepo {
+				err = errNoRepository
+				return nil
+			}
 			out, err = project.Run(ctx, append(where, "HEAD", "--symbolic-full-name", "HEAD")...)
 			if ge, ok := err.(*gitexec.Error); ok && !strings.Contains(ge.Stderr, "not a git repository") {
 				out, err = project.Run(ctx, where...)
@@ -116,7 +127,7 @@ func (s *Store) hold(ctx context.Context, trusted bool) (*held, *listCache, erro
 			return nil
 		},
 		func() error {
-			if trusted {
+			if trusted && !noRepo {
 				config, configErr = project.Run(ctx, "config", "-z", "--list")
 			}
 			return nil

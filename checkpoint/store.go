@@ -135,8 +135,8 @@ func (s *Store) checkNotInGitDir() error {
 			}
 		}
 	}
-	if ownGitDir(s.WorkTree) {
-		return nil // the work tree's .git, which the check above covers
+	if ownGitDir(s.WorkTree) || noRepository(s.WorkTree) {
+		return nil // the work tree's .git, which the check above covers, or none
 	}
 	out, err := gitexec.Project{Dir: s.WorkTree}.Run(context.Background(), "rev-parse", "--absolute-git-dir")
 	if err != nil {
@@ -162,19 +162,52 @@ func (s *Store) checkNotInGitDir() error {
 // a ref or a commit, objects and refs) and that shares no other's (no
 // commondir). It spares a git process on every Open with a chosen store.
 func ownGitDir(workTree string) bool {
-	dot := filepath.Join(workTree, ".git")
-	if fi, err := os.Lstat(dot); err != nil || !fi.IsDir() {
+	return looksLikeGitDir(filepath.Join(workTree, ".git"))
+}
+
+// looksLikeGitDir reports whether dir is a directory git takes for a git
+// directory of its own: a HEAD naming a ref or a commit, objects and refs,
+// and no commondir (which would put its refs and objects elsewhere).
+func looksLikeGitDir(dir string) bool {
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
 		return false
 	}
-	if _, err := os.Lstat(filepath.Join(dot, "commondir")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(filepath.Join(dir, "commondir")); !errors.Is(err, os.ErrNotExist) {
 		return false
 	}
-	head, err := os.ReadFile(filepath.Join(dot, "HEAD"))
+	head, err := os.ReadFile(filepath.Join(dir, "HEAD"))
 	h := strings.TrimSpace(string(head))
 	if err != nil || !(strings.HasPrefix(h, "ref: refs/") || len(h) >= 40 && isHex(h)) {
 		return false
 	}
-	return isDir(filepath.Join(dot, "objects")) && isDir(filepath.Join(dot, "refs"))
+	return isDir(filepath.Join(dir, "objects")) && isDir(filepath.Join(dir, "refs"))
+}
+
+// noRepository reports whether git, started in dir, can find no repository:
+// neither dir nor any directory above it holds a .git (a directory, a file
+// naming one, or anything else by that name) or a HEAD (which a bare
+// repository, or a git directory itself, has). git looks for a repository
+// just there, from dir up (its environment holds no GIT_DIR nor ceiling:
+// gitexec drops every GIT_* variable), so it spares the project's git
+// processes for a work tree outside every repository. Anything in doubt (a
+// path that does not resolve, one that cannot be looked at) is false.
+func noRepository(dir string) bool {
+	d, err := filepath.EvalSymlinks(dir)
+	if err != nil || !filepath.IsAbs(d) {
+		return false
+	}
+	for {
+		for _, name := range []string{".git", "HEAD"} {
+			if _, err := os.Lstat(filepath.Join(d, name)); !errors.Is(err, os.ErrNotExist) {
+				return false
+			}
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			return true
+		}
+		d = up
+	}
 }
 
 // OpenReadOnly is Open for commands that only read the store (list, show,
