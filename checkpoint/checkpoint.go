@@ -277,26 +277,70 @@ func (s *Store) catCommits(ctx context.Context, in string) ([]*commitInfo, error
 	return found, nil
 }
 
-// listOwn lists rewind's checkpoints, by sequence.
+// listOwn lists rewind's checkpoints, by sequence: from the files when the
+// refs and the commit cache tell them all (refcache.go), else from git, and
+// then the cache is written again.
 func (s *Store) listOwn(ctx context.Context) ([]*Checkpoint, error) {
+	if cps, ok := s.listOwnFromFiles(); ok {
+		return cps, nil
+	}
 	out, err := s.git().Run(ctx, "for-each-ref", "--format=%(refname)%00%(objectname)%00%(tree)%00%(contents)%00", refPrefix)
 	if err != nil {
 		return nil, err
 	}
 	var cps []*Checkpoint
+	commits := map[string]cachedCommit{}
 	fields := bytes.Split(out, []byte{0})
 	for i := 0; i+3 < len(fields); i += 4 {
 		ref := strings.TrimLeft(string(fields[i]), "\n")
-		seq, err := strconv.Atoi(strings.TrimPrefix(ref, refPrefix))
-		if err != nil {
-			continue // not a ref rewind wrote
+		c, ok := ownCheckpoint(ref, string(fields[i+1]), cachedCommit{tree: string(fields[i+2]), contents: string(fields[i+3])})
+		if ok {
+			cps = append(cps, c)
+			commits[c.ID] = cachedCommit{tree: c.Tree, contents: string(fields[i+3])}
 		}
-		c := &Checkpoint{ID: string(fields[i+1]), Seq: seq, Tree: string(fields[i+2])}
-		parseMessage(c, string(fields[i+3]))
-		cps = append(cps, c)
 	}
+	s.commits = commits
+	s.writeCommitCache(commits)
 	sort.Slice(cps, func(a, b int) bool { return cps[a].Seq < cps[b].Seq })
 	return cps, nil
+}
+
+// listOwnFromFiles is listOwn without git, when it can be: every ref read
+// from the files and every commit they name in the commit cache.
+func (s *Store) listOwnFromFiles() ([]*Checkpoint, bool) {
+	commits := s.readCommitCache()
+	if commits == nil {
+		return nil, false
+	}
+	refs, ok := s.ownRefs()
+	if !ok {
+		return nil, false
+	}
+	var cps []*Checkpoint
+	for ref, id := range refs {
+		commit, ok := commits[id]
+		if !ok {
+			return nil, false
+		}
+		if c, ok := ownCheckpoint(ref, id, commit); ok {
+			cps = append(cps, c)
+		}
+	}
+	s.commits = commits
+	sort.Slice(cps, func(a, b int) bool { return cps[a].Seq < cps[b].Seq })
+	return cps, true
+}
+
+// ownCheckpoint is the checkpoint ref names, at commit id; ok is false for
+// a ref rewind did not write.
+func ownCheckpoint(ref, id string, commit cachedCommit) (*Checkpoint, bool) {
+	seq, err := strconv.Atoi(strings.TrimPrefix(ref, refPrefix))
+	if err != nil {
+		return nil, false
+	}
+	c := &Checkpoint{ID: id, Seq: seq, Tree: commit.tree}
+	parseMessage(c, commit.contents)
+	return c, true
 }
 
 // listProcedure lists the checkpoints crucible's procedure committed on the
@@ -633,8 +677,10 @@ func (s *Store) create(ctx context.Context, opt CreateOptions, cps []*Checkpoint
 		gone = nil
 	}
 	res.Evicted = gone
+	kept := without(cps, gone)
+	s.rememberCommit(c, message(c), kept)
 	defer gitexec.TraceStep("manifest", time.Now())
-	if err := s.writeManifest(without(cps, gone)); err != nil {
+	if err := s.writeManifest(kept); err != nil {
 		s.warn("could not write the store's checkpoint-manifest.md (the next checkpoint retries): %v", err)
 	}
 	return res, nil

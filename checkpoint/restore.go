@@ -53,18 +53,30 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 	if err != nil {
 		return nil, err
 	}
-	// The list of checkpoints is the health check (Create says why).
 	existed := s.Exists()
 	unlock, err := s.begin(ctx, false, false)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	return s.restore(ctx, ref, opt, files, existed, false)
+}
+
+// restore is Restore under the lock. A store that fails it before anything
+// was changed (its list, or its safety checkpoint) is checked, as Create
+// does, and, repaired or started anew (healed), the restore runs once more.
+func (s *Store) restore(ctx context.Context, ref string, opt RestoreOptions, files []string, existed, healed bool) (*Restored, error) {
+	heal := func(err error) (retry bool, _ error) {
+		if healed {
+			return false, nil
+		}
+		return s.healAfter(ctx, err, existed)
+	}
 	cps, err := s.List(ctx)
-	if retry, herr := s.healAfter(ctx, err, existed); herr != nil {
+	if retry, herr := heal(err); herr != nil {
 		return nil, herr
 	} else if retry {
-		cps, err = s.List(ctx)
+		return s.restore(ctx, ref, opt, files, existed, true)
 	}
 	if err != nil {
 		return nil, err
@@ -104,7 +116,13 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 	// only looks).
 	var cur *capture
 	if opt.DryRun {
-		if cur, err = s.capture(ctx, max); err != nil {
+		cur, err = s.capture(ctx, max)
+		if retry, herr := heal(err); herr != nil {
+			return nil, herr
+		} else if retry {
+			return s.restore(ctx, ref, opt, files, existed, true)
+		}
+		if err != nil {
 			return nil, err
 		}
 	} else {
@@ -113,6 +131,11 @@ func (s *Store) Restore(ctx context.Context, ref string, opt RestoreOptions) (*R
 			reason = "pre-restore-safety-file"
 		}
 		made, err := s.create(ctx, CreateOptions{Reason: reason, Source: "checkpoint", MaxFileSize: max, Keep: len(cps) + 1}, slices.Clip(cps))
+		if retry, herr := heal(err); herr != nil {
+			return nil, herr
+		} else if retry {
+			return s.restore(ctx, ref, opt, files, existed, true)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("safety checkpoint: %w", err)
 		}

@@ -47,6 +47,10 @@ type Store struct {
 	// next capture and the unlock wait for it.
 	cacheWrites sync.WaitGroup
 
+	// commits is the commit cache as the last list of checkpoints had it
+	// (refcache.go), for a new checkpoint to add itself to.
+	commits map[string]cachedCommit
+
 	// index, when set, is the index file in place of the store's own (a
 	// capture of another directory, CreateFrom, keeps the store's stat cache
 	// of the work tree intact).
@@ -738,9 +742,18 @@ func (s *Store) headBranch() string {
 // moveAside moves everything of a corrupt store but the lock and the record
 // to <store>.corrupt-<time>/.
 func (s *Store) moveAside() (string, error) {
+	// A directory of its own, even for a second store moved aside in the
+	// same second.
 	aside := fmt.Sprintf("%s.corrupt-%s", s.Dir, time.Now().UTC().Format("20060102T150405Z"))
-	if err := os.MkdirAll(aside, 0o700); err != nil {
-		return "", err
+	for n := 2; ; n++ {
+		err := os.Mkdir(aside, 0o700)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrExist) || n > 100 {
+			return "", err
+		}
+		aside = fmt.Sprintf("%s.corrupt-%s-%d", s.Dir, time.Now().UTC().Format("20060102T150405Z"), n)
 	}
 	entries, err := os.ReadDir(s.Dir)
 	if err != nil {

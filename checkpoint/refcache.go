@@ -1,0 +1,211 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The list of rewind's checkpoints is read from the store's files where it
+// can be, sparing the git process of every checkpoint, restore and hook: the
+// refs as git's files backend keeps them (a file per ref, then the
+// packed-refs file), and each commit's tree and message from the commit
+// cache, which maps commit ids to what for-each-ref printed of them. A
+// commit never changes under its id, so an entry is never stale; a ref the
+// cache has no commit for, or anything in the refs git would read
+// differently, sends the list to git, which fills the cache again.
+
+const commitCacheMagic = "rewind commit cache 1\n"
+
+// cachedCommit is what the list takes of a commit: its tree and message.
+type cachedCommit struct{ tree, contents string }
+
+// commitCacheFile is the cache's file, or "" for a store capturing another
+// work tree into an index of its own (an arm), which lists by git.
+func (s *Store) commitCacheFile() string {
+	if s.index != "" {
+		return ""
+	}
+	return s.scratchFile("commitcache")
+}
+
+func encodeCommitCache(commits map[string]cachedCommit) []byte {
+	b := []byte(commitCacheMagic)
+	str := func(v string) {
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		b = append(b, v...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(commits)))
+	for id, c := range commits {
+		str(id)
+		str(c.tree)
+		str(c.contents)
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+}
+
+var errNotCommitCache = errors.New("not a commit cache")
+
+func decodeCommitCache(data []byte) (map[string]cachedCommit, error) {
+	if len(data) < len(commitCacheMagic)+4 || string(data[:len(commitCacheMagic)]) != commitCacheMagic {
+		return nil, errNotCommitCache
+	}
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, crcTable) != sum {
+		return nil, errNotCommitCache
+	}
+	b := body[len(commitCacheMagic):]
+	bad := false
+	num := func() uint64 {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			bad = true
+			return 0
+		}
+		b = b[n:]
+		return v
+	}
+	str := func() string {
+		n := num()
+		if bad || n > uint64(len(b)) {
+			bad = true
+			return ""
+		}
+		v := string(b[:n])
+		b = b[n:]
+		return v
+	}
+	n := num()
+	if n > uint64(len(b)) {
+		return nil, errNotCommitCache
+	}
+	commits := make(map[string]cachedCommit, n)
+	for i := uint64(0); i < n && !bad; i++ {
+		id := str()
+		commits[id] = cachedCommit{tree: str(), contents: str()}
+	}
+	if bad || len(b) != 0 {
+		return nil, errNotCommitCache
+	}
+	return commits, nil
+}
+
+func (s *Store) readCommitCache() map[string]cachedCommit {
+	file := s.commitCacheFile()
+	if file == "" {
+		return nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	commits, err := decodeCommitCache(data)
+	if err != nil {
+		return nil
+	}
+	return commits
+}
+
+// writeCommitCache replaces the cache with commits; a failure removes it
+// (the list then asks git).
+func (s *Store) writeCommitCache(commits map[string]cachedCommit) {
+	file := s.commitCacheFile()
+	if file == "" {
+		return
+	}
+	if writeCache(file, encodeCommitCache(commits)) != nil {
+		os.Remove(file)
+	}
+}
+
+// ownRefs reads the refs under refPrefix (name to commit id) from the
+// files, as git's files backend keeps them: a file of its own under
+// refs/rewind/checkpoints/ wins over a line of packed-refs. ok is false when
+// git must be asked: a store git might not take for a git directory (git
+// then fails, and the failure is the store's health check), refs in a
+// reftable or another repository's (commondir), a ref that is not a plain
+// object id (a symbolic one, a file being written), or anything else these
+// files should not hold.
+func (s *Store) ownRefs() (refs map[string]string, ok bool) {
+	dir := s.gitDir()
+	if !looksLikeGitDir(dir) || exists(filepath.Join(dir, "reftable")) {
+		return nil, false
+	}
+	refs = map[string]string{}
+	packed, err := os.ReadFile(filepath.Join(dir, "packed-refs"))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, false
+	default:
+		for i, line := range strings.Split(string(packed), "\n") {
+			switch {
+			case line == "", line[0] == '^':
+			case line[0] == '#':
+				if i != 0 {
+					return nil, false
+				}
+			default:
+				id, name, found := strings.Cut(line, " ")
+				if !found || !objectID(id) {
+					return nil, false
+				}
+				if strings.HasPrefix(name, refPrefix) {
+					refs[name] = id
+				}
+			}
+		}
+	}
+	loose, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(refPrefix)))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, false
+	}
+	for _, e := range loose {
+		if !e.Type().IsRegular() {
+			if e.IsDir() {
+				continue // refs below it are not rewind's (listOwn skips them)
+			}
+			return nil, false
+		}
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(refPrefix), e.Name()))
+		id, rest, _ := bytes.Cut(data, []byte("\n"))
+		if err != nil || len(rest) != 0 || !objectID(string(id)) || strings.HasSuffix(e.Name(), ".lock") {
+			return nil, false
+		}
+		refs[refPrefix+e.Name()] = string(id)
+	}
+	return refs, true
+}
+
+// objectID reports whether id is an object id as git writes one: 40 or 64
+// lowercase hex digits.
+func objectID(id string) bool {
+	return (len(id) == 40 || len(id) == 64) && strings.ToLower(id) == id && isHex(id)
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return !errors.Is(err, os.ErrNotExist)
+}
+
+// rememberCommit writes the commit cache again for the checkpoints kept,
+// the new one c among them (its commit message is contents), beside what
+// follows, so that the next list needs no git.
+func (s *Store) rememberCommit(c *Checkpoint, contents string, kept []*Checkpoint) {
+	if s.commits == nil {
+		return
+	}
+	commits := make(map[string]cachedCommit, len(kept))
+	for _, k := range kept {
+		if commit, ok := s.commits[k.ID]; ok && !k.Procedure {
+			commits[k.ID] = commit
+		}
+	}
+	commits[c.ID] = cachedCommit{tree: c.Tree, contents: contents}
+	s.commits = commits
+	s.cacheWrites.Go(func() { s.writeCommitCache(commits) })
+}
