@@ -487,13 +487,17 @@ type CreateOptions struct {
 	// OnlyIfChanged records nothing when the tree is the newest checkpoint's
 	// (a hook after a tool call that changed nothing): Created.NotTaken.
 	OnlyIfChanged bool
+	// CountChanges fills Created.Changed, at the cost of one more git
+	// process (a diff-tree against the newest checkpoint's tree): only
+	// --json prints the count.
+	CountChanges bool
 }
 
 // Created says what Create did.
 type Created struct {
 	Checkpoint *Checkpoint
 	Files      int
-	Changed    int         // paths changed against the newest earlier checkpoint
+	Changed    int         // paths changed against the newest earlier checkpoint (with CountChanges)
 	Unchanged  *Checkpoint // the newest earlier checkpoint when its tree is the same
 	Duplicate  bool        // same reason, source and tree within a second: nothing recorded
 	NotTaken   bool        // OnlyIfChanged and the tree is Unchanged's: nothing recorded
@@ -627,7 +631,8 @@ func (s *Store) create(ctx context.Context, opt CreateOptions, cps []*Checkpoint
 		res.Changed = cap.files
 	}
 
-	// The commit and the count of changes are independent: side by side.
+	// The commit and the count of changes (when asked) are independent: side
+	// by side.
 	c := &Checkpoint{Reason: opt.Reason, Source: opt.Source, Time: now, Tree: cap.tree, Skipped: cap.skipped,
 		Branch: cap.held.branch, Head: cap.held.head, meta: cap.meta}
 	g := s.git()
@@ -639,7 +644,7 @@ func (s *Store) create(ctx context.Context, opt CreateOptions, cps []*Checkpoint
 			return err
 		},
 		func() error {
-			if against == "" {
+			if against == "" || !opt.CountChanges {
 				return nil
 			}
 			changed, err := s.changedPaths(ctx, against, cap.tree)

@@ -116,7 +116,7 @@ func TestPrewriteKilledLeavesNoHarm(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustWrite(t, filepath.Join(wt, "b.txt"), "beta")
-	second, err := s.Create(ctx, CreateOptions{Reason: "two", Source: "test"})
+	second, err := s.Create(ctx, CreateOptions{Reason: "two", Source: "test", CountChanges: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -402,7 +402,7 @@ func checkpointCreate(c *cli.Context) error {
 		o.warnf("reason %q looks like the boundary %s mistyped: it is taken as given, but replay resumes only from a boundary's known form (%s)", c.String("reason"), known, known)
 	}
 	done := trackProgress(o, s, "checkpoint")
-	res, err := s.Create(c.Context, checkpoint.CreateOptions{Reason: c.String("reason"), Source: c.String("source"), MaxFileSize: max, Keep: keep})
+	res, err := s.Create(c.Context, checkpoint.CreateOptions{Reason: c.String("reason"), Source: c.String("source"), MaxFileSize: max, Keep: keep, CountChanges: o.JSON})
 	done()
 	if err != nil {
 		return err
