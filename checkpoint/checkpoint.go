@@ -798,14 +798,25 @@ func without(cps, gone []*Checkpoint) []*Checkpoint {
 // crucible's rows, oldest first, the procedure's with their timestamps as the
 // procedure writes them. It is a cache; the refs and the store's HEAD are the
 // truth.
+//
+// Rows of rewind's checkpoints alone are written whole but without an fsync
+// (milliseconds of waiting on every checkpoint): every checkpoint writes them
+// again from the refs, which git itself writes without one (core.fsync's
+// default). The procedure's rows tell which of its commits it evicted, which
+// nothing else records: a manifest holding them is made durable.
 func (s *Store) writeManifest(cps []*Checkpoint) error {
 	var b strings.Builder
+	durable := false
 	for _, c := range cps {
 		stamp := c.Time.Format(time.RFC3339)
 		if c.Procedure {
 			stamp = c.Time.In(time.Local).Format(procedureStamp)
+			durable = true
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", c.Short(), stamp, c.Reason, c.Source)
+	}
+	if !durable {
+		return writeCache(s.manifestFile(), []byte(b.String()))
 	}
 	return writeAtomic(s.manifestFile(), []byte(b.String()), 0o600)
 }
