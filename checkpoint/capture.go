@@ -307,7 +307,9 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			return nil, err
 		}
 	}
-	hash := func(infoOnly bool) error {
+	// hash has update-index hash the files to update into the index, but
+	// those in early, which go in by their blob ids alone (readEarly).
+	hash := func(infoOnly bool, early map[string]earlyBlob) error {
 		if len(update) == 0 {
 			return nil
 		}
@@ -315,7 +317,18 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		if infoOnly {
 			args = append(args, "--info-only") // hash, write no object
 		}
-		input := s.countPaths("hashing files", nulJoin(update), len(update), new(atomic.Int64))
+		paths := update
+		if len(early) > 0 {
+			paths = make([]string, 0, len(update)-len(early))
+			for _, p := range update { // in order
+				if e, ok := early[p]; ok {
+					args = append(args, "--cacheinfo", e.mode+","+e.id+","+p)
+				} else {
+					paths = append(paths, p)
+				}
+			}
+		}
+		input := s.countPaths("hashing files", nulJoin(paths), len(paths), new(atomic.Int64))
 		_, err := g.RunInput(ctx, input, append(args, "-z", "--stdin")...)
 		return err
 	}
@@ -323,7 +336,11 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	// beside it, only hashes the files into the index. write-tree then
 	// finds every object it names, or fails on the blob of a file changed
 	// between the two reads: then the files are hashed again, and written.
+	//
+	// Files changed in the second the capture began go into the index by
+	// the blob ids of what the import read (early), with no stat data.
 	infoOnly := false
+	var early map[string]earlyBlob
 	if cached != nil && preimportFits(cached.base, len(update), len(remove)) {
 		var changed []verdict
 		for _, v := range keep {
@@ -331,37 +348,41 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 				changed = append(changed, v)
 			}
 		}
+		early = s.readEarly(changed, start.Truncate(time.Second), cached.base)
 		if err := parallel(
-			func() error { infoOnly = s.preimport(ctx, cached.base, changed, remove); return nil },
-			func() error { return hash(true) },
+			func() error { infoOnly = s.preimport(ctx, cached.base, changed, remove, early); return nil },
+			func() error { return hash(true, early) },
 		); err != nil {
 			return nil, err
 		}
 		defer s.consolidatePacks(ctx)
 		if !infoOnly {
-			if err := hash(false); err != nil {
+			early = nil // hashed again, every file: the import's blobs may be missing
+			if err := hash(false, nil); err != nil {
 				return nil, err
 			}
 		}
 	} else {
 		s.prewrite(ctx, fresh)
-		if err := hash(false); err != nil {
+		if err := hash(false, nil); err != nil {
 			return nil, err
 		}
 	}
 	// git compares whole-second times here: a file rewritten at the same size
 	// in the second it was hashed (its mtime even set back) would look
 	// unchanged to every later checkpoint. Entries of files whose status
-	// changed since the second this capture began leave the index, so the next
-	// capture hashes them again. The stat cache then holds every path the
-	// index holds (those kept, less the racy ones), with what the walk saw of
-	// it before any was hashed. Both are worked out beside write-tree.
+	// changed since the second this capture began leave the index (or went
+	// in with no stat data: early), so the next capture hashes them again.
+	// The stat cache then holds every path the index holds (those kept, less
+	// the racy ones, with the early ones as the index has them), with what
+	// the walk saw of it before any was hashed. Both are worked out beside
+	// write-tree.
 	recheck := time.Now()
 	var racy []string
 	var entries *statEntries
 	prepare := func() {
 		racy = s.racyFiles(keep, update, start.Truncate(time.Second))
-		entries = newStatEntries(keep, racy)
+		entries = newStatEntries(keep, racy, early)
 	}
 	if cached != nil && len(update) == 0 && len(remove) == 0 && s.hasObject(cached.tree) {
 		// The index is the one the stat cache describes, unchanged: so is
@@ -378,7 +399,8 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		)
 		if err != nil && infoOnly {
 			s.warnTrace("write-tree after the import: %v", err)
-			if err = hash(false); err == nil {
+			early = nil
+			if err = hash(false, nil); err == nil {
 				out, err = g.Run(ctx, "write-tree")
 				prepare() // the files were hashed again: looked at again
 			}
@@ -388,8 +410,16 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		}
 		c.tree = strings.TrimSpace(string(out))
 	}
-	if len(racy) > 0 {
-		if _, err := g.RunInput(ctx, nulJoin(racy), "update-index", "--force-remove", "-z", "--stdin"); err != nil {
+	// Those in early are in the index with no stat data already: as good
+	// as out of it.
+	var leave []string
+	for _, p := range racy {
+		if _, ok := early[p]; !ok {
+			leave = append(leave, p)
+		}
+	}
+	if len(leave) > 0 {
+		if _, err := g.RunInput(ctx, nulJoin(leave), "update-index", "--force-remove", "-z", "--stdin"); err != nil {
 			return nil, err
 		}
 	}

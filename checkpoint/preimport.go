@@ -3,7 +3,11 @@ package checkpoint
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -33,11 +37,11 @@ const importRef = "refs/rewind/import"
 // It is only a head start, like prewrite: write-tree still decides the tree,
 // and finds whatever is missing (a file changed again meanwhile, a base that
 // is not the index's tree), so a failure here is only reported: false.
-func (s *Store) preimport(ctx context.Context, base string, update []verdict, remove []string) bool {
+func (s *Store) preimport(ctx context.Context, base string, update []verdict, remove []string, early map[string]earlyBlob) bool {
 	defer gitexec.TraceStep(fmt.Sprintf("%d changes written as one pack", len(update)+len(remove)), time.Now())
 	pr, pw := io.Pipe()
 	go func() {
-		pw.CloseWithError(s.writeImport(pw, base, update, remove))
+		pw.CloseWithError(s.writeImport(pw, base, update, remove, early))
 	}()
 	g := s.git()
 	// fastimport.unpackLimit: a pack however few its objects (git would
@@ -57,8 +61,8 @@ func preimportFits(base string, update, remove int) bool {
 }
 
 // writeImport writes the fast-import stream: one commit of base with the
-// removals, then the files, each read now.
-func (s *Store) writeImport(w io.Writer, base string, update []verdict, remove []string) error {
+// removals, then the files, each read now (those in early were read before).
+func (s *Store) writeImport(w io.Writer, base string, update []verdict, remove []string, early map[string]earlyBlob) error {
 	var head bytes.Buffer
 	fmt.Fprintf(&head, "commit %s\ncommitter %s <%s> 0 +0000\ndata 0\nM 040000 %s \"\"\n", importRef, "rewind", gitexec.IdentityEmail, base)
 	for _, p := range remove {
@@ -72,7 +76,9 @@ func (s *Store) writeImport(w io.Writer, base string, update []verdict, remove [
 		var data []byte
 		var err error
 		mode := "100644"
-		switch {
+		switch e, ok := early[v.path]; {
+		case ok:
+			mode, data = e.mode, e.data
 		case !v.regular:
 			mode = "120000"
 			var target string
@@ -87,7 +93,9 @@ func (s *Store) writeImport(w io.Writer, base string, update []verdict, remove [
 		if err != nil {
 			continue // gone or changed: write-tree decides
 		}
-		data = importRead(v.path, data)
+		if _, ok := early[v.path]; !ok {
+			data = importRead(v.path, data)
+		}
 		if _, err := fmt.Fprintf(w, "M %s inline %s\ndata %d\n", mode, quoteImportPath(v.path), len(data)); err != nil {
 			return err
 		}
@@ -97,6 +105,52 @@ func (s *Store) writeImport(w io.Writer, base string, update []verdict, remove [
 	}
 	_, err := io.WriteString(w, "done\n")
 	return err
+}
+
+// earlyBlob is a file changed in the second a capture began, read before the
+// import: what it held, as the import takes it, and its blob id and mode.
+type earlyBlob struct {
+	data     []byte
+	id, mode string
+}
+
+// readEarly reads the regular files among update changed at or after since
+// (the second the capture began), which are racy (see racyFiles), and works
+// out their blob ids (sha256 for a store of that object format, whose ids
+// are 64 digits long, like base). The capture enters them into the index by
+// those ids with no stat data, where others are hashed by update-index: git
+// then takes them as changed at the next capture, as it would a path the
+// index lacks, and no update-index has to take them out again. A file it
+// cannot read is left to the usual way.
+func (s *Store) readEarly(update []verdict, since time.Time, base string) map[string]earlyBlob {
+	early := map[string]earlyBlob{}
+	for _, v := range update {
+		if !v.regular || v.changed().Before(since) {
+			continue
+		}
+		data, err := readNoFollow(filepath.Join(s.WorkTree, v.path))
+		if err != nil {
+			continue
+		}
+		data = importRead(v.path, data)
+		mode := "100644"
+		if v.key.mode&unix.S_IXUSR != 0 {
+			mode = "100755"
+		}
+		early[v.path] = earlyBlob{data: data, id: blobID(data, len(base) == 64), mode: mode}
+	}
+	return early
+}
+
+// blobID is git's id of a blob holding data.
+func blobID(data []byte, sha256Format bool) string {
+	var h hash.Hash = sha1.New()
+	if sha256Format {
+		h = sha256.New()
+	}
+	fmt.Fprintf(h, "blob %d\x00", len(data))
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // importRead is what the import takes of a file it read. (A test gives a

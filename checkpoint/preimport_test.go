@@ -112,6 +112,10 @@ func TestPreimportFileChangedMeanwhile(t *testing.T) {
 	time.Sleep(10 * time.Millisecond)
 	mustWrite(t, filepath.Join(wt, "d1/f4.txt"), "changed\n")
 	mustWrite(t, filepath.Join(wt, "d2/f5.txt"), "changed too\n")
+	// Changed before the second the capture begins: hashed by update-index
+	// (files changed in it are entered by the import's blob ids: see
+	// TestPreimportRacyFilesByID).
+	nextSecond()
 	var trace strings.Builder
 	gitexec.Trace = &trace
 	made, err := s.Create(ctx, CreateOptions{Reason: "changed", Source: "test"})
@@ -130,5 +134,78 @@ func TestPreimportFileChangedMeanwhile(t *testing.T) {
 	}
 	if got, err := s.git().Run(ctx, "cat-file", "-p", made.Checkpoint.Tree+":d1/f4.txt"); err != nil || string(got) != "changed\n" {
 		t.Fatalf("d1/f4.txt in the checkpoint: %q, %v", got, err)
+	}
+}
+
+// nextSecond sleeps into the next second of the clock.
+func nextSecond() {
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 10*time.Millisecond)))
+}
+
+// TestPreimportRacyFilesByID: files changed in the second a capture begins
+// go into the index by the blob ids of what the import read, with no stat
+// data, and no update-index takes them out again; the checkpoint holds what
+// they hold, and every later capture sees them changed until one hashes
+// them: a same-size rewrite in the same second, a removal, and nothing
+// changed once the second has passed.
+func TestPreimportRacyFilesByID(t *testing.T) {
+	if !gitexec.AtLeast(geometricVersion) {
+		t.Skip("git before " + geometricVersion + ": no preimport")
+	}
+	ctx := context.Background()
+	s, wt := newStore(t)
+	for i := 0; i < 10; i++ {
+		mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/f%d.txt", i%3, i)), fmt.Sprintf("file %d\n", i))
+	}
+	if _, err := s.Create(ctx, CreateOptions{Reason: "start", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	create := func(what string) (*Created, string) {
+		t.Helper()
+		var trace strings.Builder
+		gitexec.Trace = &trace
+		made, err := s.Create(ctx, CreateOptions{Reason: what, Source: "test"})
+		gitexec.Trace = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := freshTree(t, wt); made.Checkpoint.Tree != want {
+			t.Fatalf("%s: tree %s, a fresh store's %s", what, made.Checkpoint.Tree, want)
+		}
+		return made, trace.String()
+	}
+	// Retried until the writes and the capture fall in one second.
+	for try := 0; ; try++ {
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 20*time.Millisecond)))
+		mustWrite(t, filepath.Join(wt, "d1/f4.txt"), fmt.Sprintf("changed %d\n", try))
+		mustWrite(t, filepath.Join(wt, "d2/new.txt"), "new\n")
+		os.Chmod(filepath.Join(wt, "d0/f3.txt"), 0o755)
+		mustWrite(t, filepath.Join(wt, "d0/f3.txt"), fmt.Sprintf("exec %d\n", try))
+		_, trace := create(fmt.Sprint("racy ", try))
+		if strings.Count(trace, "--cacheinfo") == 3 {
+			if strings.Contains(trace, "--force-remove") {
+				t.Fatalf("the racy files were taken out of the index by another update-index:\n%s", trace)
+			}
+			break
+		}
+		if try == 5 {
+			t.Fatalf("the racy files did not go in by their ids:\n%s", trace)
+		}
+	}
+	// In the same second: a same-size rewrite with the mtime set back, and
+	// a removal.
+	p := filepath.Join(wt, "d1/f4.txt")
+	fi, _ := os.Stat(p)
+	data, _ := os.ReadFile(p)
+	data[0] ^= 1
+	os.WriteFile(p, data, 0o644)
+	os.Chtimes(p, fi.ModTime(), fi.ModTime())
+	os.Remove(filepath.Join(wt, "d2/new.txt"))
+	create("same second")
+	nextSecond()
+	create("settled")
+	made, trace := create("nothing changed")
+	if made.Unchanged == nil || !strings.Contains(trace, "(0 not as the index holds them)") {
+		t.Fatalf("after the second passed, a capture still looked at files:\n%s", trace)
 	}
 }

@@ -125,21 +125,27 @@ func appendStatEntries(b []byte, paths []string, keys []statKey) []byte {
 }
 
 // statEntries are a capture's entries of the stat cache: the kept files,
-// less the racy ones, encoded once (beside write-tree, when one runs).
+// less the racy ones, encoded once (beside write-tree, when one runs). The
+// racy files the index holds with no stat data (early) are there with no
+// stat data either, so that the cache still names every path the index
+// holds: a zero key is never as a file is, and such a file is looked at.
 type statEntries struct {
 	paths   []string
 	keys    []statKey
 	encoded []byte
 }
 
-func newStatEntries(keep []verdict, racy []string) *statEntries {
+func newStatEntries(keep []verdict, racy []string, early map[string]earlyBlob) *statEntries {
 	left := make(map[string]bool, len(racy))
 	for _, p := range racy {
 		left[p] = true
 	}
 	e := &statEntries{paths: make([]string, 0, len(keep)), keys: make([]statKey, 0, len(keep))}
 	for _, v := range keep {
-		if !left[v.path] {
+		switch _, unstatted := early[v.path]; {
+		case unstatted:
+			e.paths, e.keys = append(e.paths, v.path), append(e.keys, statKey{})
+		case !left[v.path]:
 			e.paths, e.keys = append(e.paths, v.path), append(e.keys, v.key)
 		}
 	}
