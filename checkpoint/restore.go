@@ -33,7 +33,12 @@ type Restored struct {
 	Write   []string    // paths written (added, changed, type changed)
 	Remove  []string    // paths removed
 	HeadNow string      // the project's HEAD now, when it differs from the checkpoint's
-	Kept    []Skipped   // paths left as they are, and why (the rule, or what no checkpoint holds)
+	// ProjectBranch is the project's branch as the restore found it ("" when
+	// HEAD is detached), and ProjectHasHead whether the work tree was in a
+	// git repository with a HEAD then.
+	ProjectBranch  string
+	ProjectHasHead bool
+	Kept           []Skipped // paths left as they are, and why (the rule, or what no checkpoint holds)
 	// Failed are the kept paths the restore was asked to write and could not
 	// (a directory it cannot look into, a file named by --file that is
 	// ignored now and holds what no checkpoint does): the restore is not
@@ -149,6 +154,7 @@ func (s *Store) restore(ctx context.Context, ref string, opt RestoreOptions, fil
 		}
 	}
 	// (the capture read the project's HEAD)
+	res.ProjectBranch, res.ProjectHasHead = cur.held.branch, cur.held.head != ""
 	if head := cur.held.head; head != "" && target.Head != "" && head != target.Head {
 		res.HeadNow = head
 	}

@@ -679,15 +679,22 @@ func branchMismatch(c *cli.Context, s *checkpoint.Store, ref string) (string, er
 	if err != nil {
 		return "", err
 	}
+	return branchNote(opts(c), target, current, inRepo), nil
+}
+
+// branchNote warns when target was taken on another branch than current
+// (the project's, "" when HEAD is detached; inRepo: a repository with a
+// HEAD), and returns the words the question adds.
+func branchNote(o *options, target *checkpoint.Checkpoint, current string, inRepo bool) string {
 	if target.Branch == "" || !inRepo || current == target.Branch {
-		return "", nil
+		return ""
 	}
 	now := "branch " + current
 	if current == "" {
 		now = "a detached HEAD"
 	}
-	opts(c).warnf("checkpoint %s (%s) was taken on branch %s, and the project is on %s now", target.Short(), target.Reason, target.Branch, now)
-	return fmt.Sprintf(" on branch %s, not %s", target.Branch, now), nil
+	o.warnf("checkpoint %s (%s) was taken on branch %s, and the project is on %s now", target.Short(), target.Reason, target.Branch, now)
+	return fmt.Sprintf(" on branch %s, not %s", target.Branch, now)
 }
 
 // noteHeadMoved says when the project's HEAD is not the one the restored
@@ -720,11 +727,14 @@ func checkpointRestore(c *cli.Context) error {
 		return err
 	}
 	opt := checkpoint.RestoreOptions{Files: files, MaxFileSize: max}
-	note, err := branchMismatch(c, s, ref)
-	if err != nil {
-		return err
-	}
 	if c.Bool("dry-run") || !o.Yes {
+		// The branch goes into the question; with --yes the restore reads
+		// it anyway (its safety checkpoint records it), and the warning
+		// follows it.
+		note, err := branchMismatch(c, s, ref)
+		if err != nil {
+			return err
+		}
 		// The plan, for --dry-run or for the question; --yes skips it (it costs
 		// as much as the safety checkpoint).
 		if ref, err = restorePreview(c, s, ref, opt, note); err != nil {
@@ -739,6 +749,9 @@ func checkpointRestore(c *cli.Context) error {
 	done()
 	if err != nil {
 		return err
+	}
+	if o.Yes {
+		branchNote(o, res.Target, res.ProjectBranch, res.ProjectHasHead)
 	}
 	target := res.Target
 	noteHeadMoved(o, res)
