@@ -718,9 +718,20 @@ func (s *Store) projectHead(ctx context.Context) (branch, head string) {
 	if noRepository(s.WorkTree) {
 		return "", ""
 	}
-	out, err := gitexec.Project{Dir: s.WorkTree}.Run(ctx, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD")
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if err != nil || len(lines) != 2 || !isHex(lines[0]) {
+	var lines []string
+	if out, ok := plainRevParse(s.WorkTree); ok {
+		if lines = strings.Split(strings.TrimSpace(string(out)), "\n"); len(lines) != 6 {
+			return "", "" // no commit yet
+		}
+		lines = lines[4:]
+	} else {
+		out, err := gitexec.Project{Dir: s.WorkTree}.Run(ctx, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD")
+		if err != nil {
+			return "", ""
+		}
+		lines = strings.Split(strings.TrimSpace(string(out)), "\n")
+	}
+	if len(lines) != 2 || !isHex(lines[0]) {
 		return "", ""
 	}
 	branch, _ = strings.CutPrefix(lines[1], "refs/heads/")

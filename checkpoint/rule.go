@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/rewind-cli/rewind/gitexec"
 )
@@ -101,7 +102,9 @@ func (s *Store) hold(ctx context.Context, trusted bool) (*held, *listCache, erro
 	//
 	// The project's config, an input of the listing cache, is read beside
 	// it (and dropped outside a repository), and so is the listing cache.
-	// Neither runs where git could find no repository (noRepository).
+	// Neither runs where git could find no repository (noRepository); at the
+	// top of a plain repository the files tell what the rev-parse would
+	// (plainRevParse).
 	project := gitexec.Project{Dir: s.WorkTree}
 	where := []string{"rev-parse", "--is-inside-work-tree", "--git-path", "index", "--git-path", "info/exclude", "--show-toplevel"}
 	var out, config []byte
@@ -118,6 +121,10 @@ func (s *Store) hold(ctx context.Context, trusted bool) (*held, *listCache, erro
 		func() error {
 			if noRepo {
 				err = errNoRepository
+				return nil
+			}
+			var plain bool
+			if out, plain = plainRevParse(s.WorkTree); plain {
 				return nil
 			}
 			out, err = project.Run(ctx, append(where, "HEAD", "--symbolic-full-name", "HEAD")...)
@@ -945,4 +952,86 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// plainRevParse is what hold's rev-parse prints for a work tree at the top
+// of a plain repository (plainRepo), read from the files: its index and
+// info/exclude in its .git, its top, and HEAD's commit and the ref it names
+// (a file of its own, else a line of packed-refs; "HEAD" when detached).
+// Without a commit yet, the HEAD lines are left out, as git's second
+// rev-parse leaves them. ok is false when git must be asked: a repository
+// git might not trust (another owner than this process's: safe.directory),
+// a reftable, a ref naming another ref.
+func plainRevParse(dir string) (out []byte, ok bool) {
+	if real, err := filepath.EvalSymlinks(dir); err != nil || real != dir || !plainRepo(dir) || os.Getenv("SUDO_UID") != "" {
+		return nil, false // (git prints the top with symlinks resolved)
+	}
+	dot := filepath.Join(dir, ".git")
+	for _, p := range []string{dir, dot} {
+		if !ownedByMe(p) {
+			return nil, false
+		}
+	}
+	if exists(filepath.Join(dot, "reftable")) {
+		return nil, false
+	}
+	data, err := os.ReadFile(filepath.Join(dot, "HEAD"))
+	if err != nil {
+		return nil, false
+	}
+	b := []byte("true\n.git/index\n.git/info/exclude\n" + dir + "\n")
+	head := strings.TrimSuffix(string(data), "\n")
+	if objectID(head) {
+		return append(b, head+"\nHEAD\n"...), true
+	}
+	ref, symbolic := strings.CutPrefix(head, "ref: ")
+	if !symbolic || !strings.HasPrefix(ref, "refs/") || strings.ContainsAny(ref, "\n\\") {
+		return nil, false
+	}
+	id, found, ok := readRef(dot, ref)
+	switch {
+	case !ok:
+		return nil, false
+	case !found:
+		return b, true // no commit yet
+	}
+	return append(b, id+"\n"+ref+"\n"...), true
+}
+
+// readRef reads ref in gitDir as git's files backend keeps it: its own
+// file, else its line of packed-refs. ok is false for what git would read
+// otherwise (a symbolic ref, a file that is not an object id).
+func readRef(gitDir, ref string) (id string, found, ok bool) {
+	data, err := os.ReadFile(filepath.Join(gitDir, filepath.FromSlash(ref)))
+	switch {
+	case err == nil:
+		id, rest, _ := strings.Cut(string(data), "\n")
+		return id, true, rest == "" && objectID(id)
+	case !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+		return "", false, false
+	}
+	packed, err := os.ReadFile(filepath.Join(gitDir, "packed-refs"))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", false, true
+	}
+	if err != nil {
+		return "", false, false
+	}
+	for _, line := range strings.Split(string(packed), "\n") {
+		if id, name, _ := strings.Cut(line, " "); name == ref {
+			return id, true, objectID(id)
+		}
+	}
+	return "", false, true
+}
+
+// ownedByMe reports whether this process's user owns path (as git checks a
+// repository before it reads it).
+func ownedByMe(path string) bool {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
 }

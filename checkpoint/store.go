@@ -214,6 +214,42 @@ func noRepository(dir string) bool {
 	}
 }
 
+// TopLevel is the work tree the CLI takes for dir (the top level of the
+// repository git finds from it, else dir itself) when it can be told
+// without git: dir where git finds no repository (noRepository), or at the
+// top of a plain repository (plainRepo). ok is false when git must be asked.
+func TopLevel(dir string) (top string, ok bool) {
+	if noRepository(dir) || plainRepo(dir) {
+		return dir, true
+	}
+	return "", false
+}
+
+// plainRepo reports whether dir holds its repository's own .git (ownGitDir)
+// whose config neither mentions another work tree (core.worktree,
+// extensions.worktreeConfig) nor includes another file, nor makes it bare:
+// then dir is its top level, as git finds it from dir.
+func plainRepo(dir string) bool {
+	if !ownGitDir(dir) {
+		return false
+	}
+	config, err := os.ReadFile(filepath.Join(dir, ".git", "config"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	config = bytes.ToLower(config)
+	if bytes.Contains(config, []byte("worktree")) || bytes.Contains(config, []byte("include")) {
+		return false
+	}
+	for _, line := range bytes.Split(config, []byte("\n")) {
+		line = bytes.Join(bytes.Fields(line), nil)
+		if bytes.HasPrefix(line, []byte("bare")) && !bytes.Equal(line, []byte("bare=false")) {
+			return false
+		}
+	}
+	return true
+}
+
 // OpenReadOnly is Open for commands that only read the store (list, show,
 // diff between checkpoints, status): a store that records another work tree
 // (a moved or renamed project's) is opened all the same, with Foreign set,

@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/rewind-cli/rewind/checkpoint"
 	"github.com/rewind-cli/rewind/gitexec"
 )
 
@@ -134,6 +135,9 @@ func terminalWidth(w io.Writer) int {
 // repository dir is in, as git finds it (read-only), else dir itself. From
 // project/src, a checkpoint holds the whole project in the project's store.
 func projectTop(ctx context.Context, dir string) string {
+	if top, ok := checkpoint.TopLevel(dir); ok {
+		return top
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
