@@ -21,6 +21,8 @@
 //	                        (stat data, nanosecond times), stamped with the
 //	                        index's checksum: while it matches, a capture needs
 //	                        neither ls-files nor diff-files (statcache.go)
+//	rewind-commitcache      each checkpoint commit's tree and message by id,
+//	                        so that the list needs no git (refcache.go)
 //	sharedindex.<id>        git's: the shared part of the split rewind-index,
 //	                        rewritten now and then; a part no index has named
 //	                        for a day is deleted by git, and a prune keeps
