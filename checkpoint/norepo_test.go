@@ -177,6 +177,9 @@ func TestPlainRevParseAgreesWithGit(t *testing.T) {
 	check("a ref naming another ref", false)
 	git("symbolic-ref", "HEAD", "refs/heads/main")
 	check("back on main", true)
+	mustWrite(t, filepath.Join(dir, ".git", "HEAD"), "ref: refs/heads/main \r\n")
+	check("a HEAD with trailing blanks", false)
+	git("symbolic-ref", "HEAD", "refs/heads/main")
 	git("config", "core.worktree", dir)
 	check("a config naming a work tree", false)
 }

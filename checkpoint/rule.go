@@ -985,7 +985,7 @@ func plainRevParse(dir string) (out []byte, ok bool) {
 		return append(b, head+"\nHEAD\n"...), true
 	}
 	ref, symbolic := strings.CutPrefix(head, "ref: ")
-	if !symbolic || !strings.HasPrefix(ref, "refs/") || strings.ContainsAny(ref, "\n\\") {
+	if !symbolic || !strings.HasPrefix(ref, "refs/") || strings.ContainsAny(ref, " \t\r\n\\") {
 		return nil, false
 	}
 	id, found, ok := readRef(dot, ref)
