@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -151,5 +152,95 @@ func TestCommitCacheFallsBackToGit(t *testing.T) {
 				t.Fatal("the files told the list after the damage")
 			}
 		})
+	}
+}
+
+// TestCommitCacheRefsPackedMeanwhile: a git gc or pack-refs (crucible's
+// procedure runs one on a shared store, without rewind's lock) moves a loose
+// ref into packed-refs while the list reads the files. The list must still
+// name it, as git's does: git reads the loose refs before packed-refs for
+// that reason. packed-refs is a FIFO here, so that the move happens exactly
+// between the list's read of packed-refs and its read of the loose refs.
+func TestCommitCacheRefsPackedMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	for i := 0; i < 2; i++ {
+		mustWrite(t, filepath.Join(wt, "f"), fmt.Sprint(i))
+		if _, err := s.Create(ctx, CreateOptions{Reason: fmt.Sprint("r", i), Source: "build"}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if _, err := s.git().Run(ctx, "pack-refs", "--all"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s.cacheWrites.Wait()
+	want := listByGit(t, s)
+	if len(want) != 2 {
+		t.Fatalf("git lists %d checkpoints, not 2", len(want))
+	}
+	packedFile := filepath.Join(s.gitDir(), "packed-refs")
+	loose := filepath.Join(s.gitDir(), filepath.FromSlash(refName(2)))
+	before, err := os.ReadFile(packedFile) // the first checkpoint's ref alone
+	if err != nil {
+		t.Fatal(err)
+	}
+	looseData, err := os.ReadFile(loose)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a pack-refs leaves: both refs packed, no loose one.
+	if _, err := s.git().Run(ctx, "pack-refs", "--all"); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.ReadFile(packedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Back to before it, with packed-refs a FIFO the list blocks on.
+	os.MkdirAll(filepath.Dir(loose), 0o755) // pack-refs removed it, emptied
+	if err := os.WriteFile(loose, looseData, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(packedFile)
+	if err := syscall.Mkfifo(packedFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type listed struct {
+		cps []*Checkpoint
+		ok  bool
+	}
+	done := make(chan listed, 1)
+	go func() {
+		cps, ok := s.listOwnFromFiles()
+		done <- listed{cps, ok}
+	}()
+	w, err := os.OpenFile(packedFile, os.O_WRONLY, 0) // waits for the list to open it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(before); err != nil {
+		t.Fatal(err)
+	}
+	// The pack-refs, while the list holds the old packed-refs: the new one
+	// renamed into place, then the loose ref removed.
+	tmp := packedFile + ".new"
+	if err := os.WriteFile(tmp, after, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, packedFile); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(loose); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	got := <-done
+	if got.ok && !reflect.DeepEqual(got.cps, want) {
+		t.Fatalf("the files list\n%s\ngit lists\n%s", describe(got.cps), describe(want))
+	}
+	if again := listByGit(t, s); !reflect.DeepEqual(again, want) {
+		t.Fatalf("after the pack-refs git lists\n%s\nnot\n%s", describe(again), describe(want))
 	}
 }
