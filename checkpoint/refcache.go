@@ -124,7 +124,8 @@ func (s *Store) writeCommitCache(commits map[string]cachedCommit) {
 
 // ownRefs reads the refs under refPrefix (name to commit id) from the
 // files, as git's files backend keeps them: a file of its own under
-// refs/rewind/checkpoints/ wins over a line of packed-refs. ok is false when
+// refs/rewind/checkpoints/ wins over a line of packed-refs, and is read
+// before it. ok is false when
 // git must be asked: a store git might not take for a git directory (git
 // then fails, and the failure is the store's health check), refs in a
 // reftable or another repository's (commondir), a ref that is not a plain
@@ -134,6 +135,29 @@ func (s *Store) ownRefs() (refs map[string]string, ok bool) {
 	dir := s.gitDir()
 	if !looksLikeGitDir(dir) || exists(filepath.Join(dir, "reftable")) {
 		return nil, false
+	}
+	// The loose refs first, then packed-refs, as git reads them: a
+	// pack-refs meanwhile (a git gc of the procedure's, which does not take
+	// rewind's lock) moves a ref from the first to the second, so that read
+	// the other way round it would be in neither.
+	looseRefs := map[string]string{}
+	loose, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(refPrefix)))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, false
+	}
+	for _, e := range loose {
+		if !e.Type().IsRegular() {
+			if e.IsDir() {
+				continue // refs below it are not rewind's (listOwn skips them)
+			}
+			return nil, false
+		}
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(refPrefix), e.Name()))
+		id, rest, _ := bytes.Cut(data, []byte("\n"))
+		if err != nil || len(rest) != 0 || !objectID(string(id)) || strings.HasSuffix(e.Name(), ".lock") {
+			return nil, false
+		}
+		looseRefs[refPrefix+e.Name()] = string(id)
 	}
 	refs = map[string]string{}
 	packed, err := os.ReadFile(filepath.Join(dir, "packed-refs"))
@@ -160,23 +184,8 @@ func (s *Store) ownRefs() (refs map[string]string, ok bool) {
 			}
 		}
 	}
-	loose, err := os.ReadDir(filepath.Join(dir, filepath.FromSlash(refPrefix)))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, false
-	}
-	for _, e := range loose {
-		if !e.Type().IsRegular() {
-			if e.IsDir() {
-				continue // refs below it are not rewind's (listOwn skips them)
-			}
-			return nil, false
-		}
-		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(refPrefix), e.Name()))
-		id, rest, _ := bytes.Cut(data, []byte("\n"))
-		if err != nil || len(rest) != 0 || !objectID(string(id)) || strings.HasSuffix(e.Name(), ".lock") {
-			return nil, false
-		}
-		refs[refPrefix+e.Name()] = string(id)
+	for name, id := range looseRefs { // a loose ref wins over a packed one
+		refs[name] = id
 	}
 	return refs, true
 }
