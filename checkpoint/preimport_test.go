@@ -209,3 +209,56 @@ func TestPreimportRacyFilesByID(t *testing.T) {
 		t.Fatalf("after the second passed, a capture still looked at files:\n%s", trace)
 	}
 }
+
+// TestPreimportRacyFilesLongPaths: nearly as many racy files as preimport
+// takes (preimportMax), with long paths, changed in the second a capture
+// begins. Entered by --cacheinfo arguments, their command line passes the
+// kernel's limit (ARG_MAX, 2 MB with the usual 8 MB stack) and the
+// checkpoint fails; it must hold them all.
+func TestPreimportRacyFilesLongPaths(t *testing.T) {
+	if !gitexec.AtLeast(geometricVersion) {
+		t.Skip("git before " + geometricVersion + ": no preimport")
+	}
+	ctx := context.Background()
+	s, wt := newStore(t)
+	mustWrite(t, filepath.Join(wt, "start.txt"), "start\n")
+	for _, what := range []string{"start", "settled"} {
+		if _, err := s.Create(ctx, CreateOptions{Reason: what, Source: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		nextSecond()
+	}
+	// Four components of 240 bytes: paths of about 1,000 bytes.
+	deep := filepath.Join(wt, strings.Repeat("a", 240), strings.Repeat("b", 240), strings.Repeat("c", 240), strings.Repeat("d", 240))
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for i := 0; i < preimportMax-1; i++ {
+		files = append(files, filepath.Join(deep, fmt.Sprintf("file-%04d-%s.txt", i, strings.Repeat("x", 40))))
+		if err := os.WriteFile(files[i], []byte(fmt.Sprint(i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for try := 0; ; try++ {
+		// Their change (of ctime) in the second the capture begins.
+		nextSecond()
+		now := time.Now()
+		for _, f := range files {
+			os.Chtimes(f, now, now)
+		}
+		var trace strings.Builder
+		gitexec.Trace = &trace
+		made, err := s.Create(ctx, CreateOptions{Reason: fmt.Sprint("many racy ", try), Source: "test"})
+		gitexec.Trace = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := freshTree(t, wt); made.Checkpoint.Tree != want {
+			t.Fatalf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
+		}
+		if strings.Count(trace.String(), "--cacheinfo") > 0 || try == 3 {
+			return
+		}
+	}
+}
