@@ -121,12 +121,18 @@ type earlyBlob struct {
 // those ids with no stat data, where others are hashed by update-index: git
 // then takes them as changed at the next capture, as it would a path the
 // index lacks, and no update-index has to take them out again. A file it
-// cannot read is left to the usual way.
+// cannot read is left to the usual way, and so are those past
+// earlyArgsMax bytes of arguments.
 func (s *Store) readEarly(update []verdict, since time.Time, base string) map[string]earlyBlob {
 	early := map[string]earlyBlob{}
+	args := 0
 	for _, v := range update {
 		if !v.regular || v.changed().Before(since) {
 			continue
+		}
+		// "--cacheinfo", "<mode>,<id>,<path>", and their pointers
+		if args += len(v.path) + len(base) + 40; args > earlyArgsMax {
+			break
 		}
 		data, err := readNoFollow(filepath.Join(s.WorkTree, v.path))
 		if err != nil {
@@ -141,6 +147,13 @@ func (s *Store) readEarly(update []verdict, since time.Time, base string) map[st
 	}
 	return early
 }
+
+// earlyArgsMax bounds the bytes of the --cacheinfo arguments of the racy
+// files: their command line must stay within the kernel's limit (ARG_MAX,
+// with the environment), which is 128 KB on Linux with a small stack limit,
+// and 2 MB with the usual 8 MB stack, where up to preimportMax long paths
+// would pass it.
+const earlyArgsMax = 64 << 10
 
 // blobID is git's id of a blob holding data.
 func blobID(data []byte, sha256Format bool) string {
