@@ -134,7 +134,7 @@ func (s *Store) readEarly(update []verdict, since time.Time, base string) map[st
 		if args += len(v.path) + len(base) + 40; args > earlyArgsMax {
 			break
 		}
-		data, err := readNoFollow(filepath.Join(s.WorkTree, v.path))
+		data, err := readRegularNoFollow(filepath.Join(s.WorkTree, v.path))
 		if err != nil {
 			continue
 		}
@@ -191,6 +191,24 @@ func (s *Store) consolidatePacks(ctx context.Context) {
 	if _, err := s.git().Run(ctx, "repack", "-d", "-q", "--geometric=2"); err != nil {
 		s.warnTrace("repack: %v", err)
 	}
+}
+
+// readRegularNoFollow is readNoFollow of a file that must still be a
+// regular one: its content goes into the index by id, where nothing would
+// see that a FIFO (which reads as empty, opened without blocking) or a
+// device was put in its place since it was looked at.
+func readRegularNoFollow(full string) ([]byte, error) {
+	f, err := os.OpenFile(full, os.O_RDONLY|syscallNoFollow, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s)", full, fi.Mode().Type())
+	}
+	return io.ReadAll(f)
 }
 
 // readNoFollow reads a regular file, never through a symlink put in its
