@@ -288,3 +288,33 @@ func TestReadEarlyFileBecameFIFO(t *testing.T) {
 		t.Fatal("reading a FIFO blocked")
 	}
 }
+
+// TestReadEarlyBoundsMemory: the racy files are read whole before the
+// import and held until it has written them, where the import reads one
+// file at a time. Many large files changed in the capture's second (a
+// build's output just before a hook's checkpoint: up to preimportMax files
+// of up to DefaultMaxFileSize each) must not all be held at once: past a
+// few tens of megabytes they are left to the import and update-index.
+func TestReadEarlyBoundsMemory(t *testing.T) {
+	s, wt := newStore(t)
+	chunk := strings.Repeat("0123456789abcdef", 1<<20) // 16 MB
+	var update []verdict
+	for i := 0; i < 6; i++ {
+		name := fmt.Sprintf("big%d.bin", i)
+		mustWrite(t, filepath.Join(wt, name), chunk)
+		fi, err := os.Stat(filepath.Join(wt, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := uint64(fi.ModTime().UnixNano())
+		update = append(update, verdict{path: name, keep: true, regular: true, key: statKey{mode: syscall.S_IFREG | 0o644, size: uint64(fi.Size()), mtime: now, ctime: now}})
+	}
+	early := s.readEarly(update, time.Now().Add(-time.Minute), strings.Repeat("0", 40))
+	held := 0
+	for _, e := range early {
+		held += len(e.data)
+	}
+	if held > 32<<20 {
+		t.Fatalf("%d racy files of 16 MB: %d MB held at once", len(early), held>>20)
+	}
+}
