@@ -122,22 +122,29 @@ type earlyBlob struct {
 // then takes them as changed at the next capture, as it would a path the
 // index lacks, and no update-index has to take them out again. A file it
 // cannot read is left to the usual way, and so are those past
-// earlyArgsMax bytes of arguments.
+// earlyArgsMax bytes of arguments or earlyBytesMax bytes of content.
 func (s *Store) readEarly(update []verdict, since time.Time, base string) map[string]earlyBlob {
 	early := map[string]earlyBlob{}
 	args := 0
+	var held int64 // bytes read
 	for _, v := range update {
 		if !v.regular || v.changed().Before(since) {
 			continue
 		}
 		// "--cacheinfo", "<mode>,<id>,<path>", and their pointers
-		if args += len(v.path) + len(base) + 40; args > earlyArgsMax {
+		arg := len(v.path) + len(base) + 40
+		if args+arg > earlyArgsMax {
 			break
 		}
+		if held+v.size() > earlyBytesMax {
+			continue // held to the import's turn: left to it, streamed
+		}
 		data, err := readRegularNoFollow(filepath.Join(s.WorkTree, v.path))
-		if err != nil {
+		if err != nil || held+int64(len(data)) > earlyBytesMax {
 			continue
 		}
+		held += int64(len(data))
+		args += arg
 		data = importRead(v.path, data)
 		mode := "100644"
 		if v.key.mode&unix.S_IXUSR != 0 {
@@ -154,6 +161,12 @@ func (s *Store) readEarly(update []verdict, since time.Time, base string) map[st
 // and 2 MB with the usual 8 MB stack, where up to preimportMax long paths
 // would pass it.
 const earlyArgsMax = 64 << 10
+
+// earlyBytesMax bounds the content of the racy files read before the
+// import, all held until it has written them (the import streams the other
+// files one at a time): up to preimportMax files of up to
+// DefaultMaxFileSize each may have changed in the capture's second.
+const earlyBytesMax = 32 << 20
 
 // blobID is git's id of a blob holding data.
 func blobID(data []byte, sha256Format bool) string {
