@@ -318,3 +318,44 @@ func TestReadEarlyBoundsMemory(t *testing.T) {
 		t.Fatalf("%d racy files of 16 MB: %d MB held at once", len(early), held>>20)
 	}
 }
+
+// TestPreimportRacyOddNames: racy files go into the index by
+// "--cacheinfo <mode>,<id>,<path>" arguments; names with commas, a leading
+// dash, a newline, a tab, quotes, a backslash, bytes that are not UTF-8 or
+// that look like options are entered as they are, and the checkpoint holds
+// what a fresh store holds.
+func TestPreimportRacyOddNames(t *testing.T) {
+	if !gitexec.AtLeast(geometricVersion) {
+		t.Skip("git before " + geometricVersion + ": no preimport")
+	}
+	ctx := context.Background()
+	s, wt := newStore(t)
+	mustWrite(t, filepath.Join(wt, "start.txt"), "start\n")
+	for _, what := range []string{"start", "settled"} {
+		if _, err := s.Create(ctx, CreateOptions{Reason: what, Source: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		nextSecond()
+	}
+	names := []string{"a,b", "100644,x,y", "-dash", "--stdin", "new\nline", "tab\there", `q"uote`, `back\slash`, "latin\xe9", "d,1/-e/f,g"}
+	for try := 0; try < 3; try++ {
+		nextSecond()
+		for _, n := range names {
+			mustWrite(t, filepath.Join(wt, filepath.FromSlash(n)), fmt.Sprint(n, try))
+		}
+		var trace strings.Builder
+		gitexec.Trace = &trace
+		made, err := s.Create(ctx, CreateOptions{Reason: fmt.Sprint("odd ", try), Source: "test"})
+		gitexec.Trace = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := freshTree(t, wt); made.Checkpoint.Tree != want {
+			t.Fatalf("try %d: tree %s, a fresh store's %s", try, made.Checkpoint.Tree, want)
+		}
+		if strings.Count(trace.String(), "--cacheinfo") == len(names) {
+			return
+		}
+	}
+	t.Fatal("the odd names never went into the index by id")
+}
