@@ -75,11 +75,18 @@ func TestSHA256StoreExact(t *testing.T) {
 		t.Fatal("no file went into the index by its id")
 	}
 	s.cacheWrites.Wait()
-	files, ok := s.listOwnFromFiles()
-	if !ok {
-		t.Fatal("the list of a sha256 store was not read from the files")
-	}
-	if want := listByGit(t, s); !reflect.DeepEqual(files, want) {
-		t.Fatalf("the files list\n%s\ngit lists\n%s", describe(files), describe(want))
+	for _, what := range []string{"loose refs", "packed refs"} {
+		if what == "packed refs" {
+			if _, err := s.git().Run(ctx, "pack-refs", "--all"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		files, ok := s.listOwnFromFiles()
+		if !ok {
+			t.Fatalf("%s: the list of a sha256 store was not read from the files", what)
+		}
+		if want := listByGit(t, s); !reflect.DeepEqual(files, want) {
+			t.Fatalf("%s: the files list\n%s\ngit lists\n%s", what, describe(files), describe(want))
+		}
 	}
 }
