@@ -39,3 +39,61 @@ func TestCommitCacheOddSkippedNames(t *testing.T) {
 		t.Fatalf("skipped: %v", want[len(want)-1].Skipped)
 	}
 }
+
+// TestCommitCacheAfterAccept: checkpoints imported from a bundle (refs
+// rewind did not create by a checkpoint of its own, commits the cache has
+// never seen), then a prune: the list read from the files, when it can be,
+// is git's.
+func TestCommitCacheAfterAccept(t *testing.T) {
+	ctx := context.Background()
+	a, wtA := newStore(t)
+	for i := 0; i < 3; i++ {
+		mustWrite(t, filepath.Join(wtA, "f.txt"), strings.Repeat("a", i+1))
+		if _, err := a.Create(ctx, CreateOptions{Reason: "pre-wave-" + string(rune('1'+i)), Source: "build"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.SaveRun(ctx, "7", []RunFile{{Path: "dispatch/manifest.jsonl", Data: []byte("x\n")}}, "run 7"); err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(t.TempDir(), "run.bundle")
+	if _, err := a.WriteBundle(ctx, bundle, []string{"7"}); err != nil {
+		t.Fatal(err)
+	}
+	b, wtB := newStore(t)
+	mustWrite(t, filepath.Join(wtB, "g.txt"), "mine")
+	if _, err := b.Create(ctx, CreateOptions{Reason: "mine", Source: "manual"}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string) {
+		t.Helper()
+		b.cacheWrites.Wait()
+		files, ok := b.listOwnFromFiles()
+		want := listByGit(t, b)
+		if ok && !reflect.DeepEqual(files, want) {
+			t.Fatalf("%s: the files list\n%s\ngit lists\n%s", what, describe(files), describe(want))
+		}
+	}
+	in, err := b.FetchBundle(ctx, bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("fetched, not accepted")
+	if _, err := b.Accept(ctx, in, true, 50); err != nil {
+		t.Fatal(err)
+	}
+	check("accepted")
+	if _, err := b.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("accepted, listed")
+	mustWrite(t, filepath.Join(wtB, "g.txt"), "mine again")
+	if _, err := b.Create(ctx, CreateOptions{Reason: "after import", Source: "manual", Keep: 2}); err != nil {
+		t.Fatal(err)
+	}
+	check("a checkpoint after the import, evicting")
+	if _, _, _, err := b.Prune(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	check("pruned")
+}
