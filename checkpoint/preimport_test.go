@@ -359,3 +359,68 @@ func TestPreimportRacyOddNames(t *testing.T) {
 	}
 	t.Fatal("the odd names never went into the index by id")
 }
+
+// TestPreimportRacyKilledBeforeStatCache: rewind killed after the racy
+// files went into the index by id (with no stat data) and before the stat
+// cache was written: the old cache stays beside the new index. A same-size
+// rewrite of such a file, its mtime set back, in the same second, is seen
+// by the next checkpoint, and so is every later state.
+func TestPreimportRacyKilledBeforeStatCache(t *testing.T) {
+	if !gitexec.AtLeast(geometricVersion) {
+		t.Skip("git before " + geometricVersion + ": no preimport")
+	}
+	ctx := context.Background()
+	s, wt := newStore(t)
+	for i := 0; i < 5; i++ {
+		mustWrite(t, filepath.Join(wt, fmt.Sprintf("f%d.txt", i)), fmt.Sprint("file ", i))
+	}
+	for _, what := range []string{"start", "settled"} {
+		if _, err := s.Create(ctx, CreateOptions{Reason: what, Source: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		nextSecond()
+	}
+	create := func(what string) *Created {
+		t.Helper()
+		made, err := s.Create(ctx, CreateOptions{Reason: what, Source: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.cacheWrites.Wait()
+		if want := freshTree(t, wt); made.Checkpoint.Tree != want {
+			t.Fatalf("%s: tree %s, a fresh store's %s", what, made.Checkpoint.Tree, want)
+		}
+		return made
+	}
+	p := filepath.Join(wt, "f1.txt")
+	for try := 0; try < 5; try++ {
+		s.cacheWrites.Wait()
+		old, err := os.ReadFile(s.statCacheFile())
+		if err != nil {
+			t.Fatal(err)
+		}
+		nextSecond()
+		mustWrite(t, p, fmt.Sprintf("racy %d", try))
+		var trace strings.Builder
+		gitexec.Trace = &trace
+		create(fmt.Sprint("racy ", try))
+		gitexec.Trace = nil
+		// the kill: the stat cache as it was
+		if err := os.WriteFile(s.statCacheFile(), old, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(trace.String(), "--cacheinfo") {
+			continue // the second passed before the capture: try again
+		}
+		fi, _ := os.Stat(p)
+		data, _ := os.ReadFile(p)
+		data[0] ^= 1
+		os.WriteFile(p, data, 0o644)
+		os.Chtimes(p, fi.ModTime(), fi.ModTime())
+		create("same second, after the kill")
+		nextSecond()
+		create("settled after the kill")
+		return
+	}
+	t.Fatal("the racy file never went into the index by id")
+}
