@@ -125,12 +125,11 @@ func (s *Store) writeCommitCache(commits map[string]cachedCommit) {
 // ownRefs reads the refs under refPrefix (name to commit id) from the
 // files, as git's files backend keeps them: a file of its own under
 // refs/rewind/checkpoints/ wins over a line of packed-refs, and is read
-// before it. ok is false when
-// git must be asked: a store git might not take for a git directory (git
-// then fails, and the failure is the store's health check), refs in a
-// reftable or another repository's (commondir), a ref that is not a plain
-// object id (a symbolic one, a file being written), or anything else these
-// files should not hold.
+// before it. ok is false when git must be asked: a store git might not take
+// for a git directory (git then fails, and the failure is the store's
+// health check), refs in a reftable or another repository's (commondir), a
+// ref that is not a plain object id (a symbolic one, a file being written),
+// or anything else these files should not hold.
 func (s *Store) ownRefs() (refs map[string]string, ok bool) {
 	dir := s.gitDir()
 	if !looksLikeGitDir(dir) || exists(filepath.Join(dir, "reftable")) {
