@@ -293,10 +293,10 @@ func (s *Store) listOwn(ctx context.Context) ([]*Checkpoint, error) {
 	fields := bytes.Split(out, []byte{0})
 	for i := 0; i+3 < len(fields); i += 4 {
 		ref := strings.TrimLeft(string(fields[i]), "\n")
-		c, ok := ownCheckpoint(ref, string(fields[i+1]), cachedCommit{tree: string(fields[i+2]), contents: string(fields[i+3])})
-		if ok {
+		commit := cachedCommit{tree: string(fields[i+2]), contents: string(fields[i+3])}
+		if c, ok := ownCheckpoint(ref, string(fields[i+1]), commit); ok {
 			cps = append(cps, c)
-			commits[c.ID] = cachedCommit{tree: c.Tree, contents: string(fields[i+3])}
+			commits[c.ID] = commit
 		}
 	}
 	s.commits = commits

@@ -126,58 +126,34 @@ func (c *listCache) encode() []byte {
 var errNotListCache = errors.New("not a listing cache")
 
 func decodeListCache(data []byte) (*listCache, error) {
-	if len(data) < len(listCacheMagic)+4 || string(data[:len(listCacheMagic)]) != listCacheMagic {
+	r, ok := openCache(data, listCacheMagic)
+	if !ok {
 		return nil, errNotListCache
-	}
-	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
-	if crc32.Checksum(body, crcTable) != sum {
-		return nil, errNotListCache
-	}
-	rest := body[len(listCacheMagic):]
-	ok := true
-	uvarint := func() uint64 {
-		v, n := binary.Uvarint(rest)
-		if n <= 0 {
-			ok = false
-			return 0
-		}
-		rest = rest[n:]
-		return v
-	}
-	str := func() string {
-		n := uvarint()
-		if !ok || n > uint64(len(rest)) {
-			ok = false
-			return ""
-		}
-		v := string(rest[:n])
-		rest = rest[n:]
-		return v
 	}
 	key := func() (k statKey) {
 		f := [8]*uint64{&k.dev, &k.ino, &k.mode, &k.size, &k.mtime, &k.ctime, &k.uid, &k.gid}
 		for _, p := range f {
-			*p = uvarint()
+			*p = r.uvarint()
 		}
 		return k
 	}
 	c := &listCache{tracked: map[string]bool{}, dirs: map[string]dirKeys{}, dirPerms: map[string]os.FileMode{}}
-	c.inputs = []byte(str())
-	c.parents = []byte(str())
-	n := uvarint()
-	if !ok || n > uint64(len(rest)) {
+	c.inputs = []byte(r.str())
+	c.parents = []byte(r.str())
+	n := r.uvarint()
+	if !r.ok || n > uint64(len(r.rest)) {
 		return nil, errNotListCache
 	}
 	arena := newPathArena(n)
 	tracked := make([]bool, 0, n)
-	for i := uint64(0); i < n && ok; i++ {
-		shared := uvarint()
-		tail := uvarint()
-		if !ok || tail > uint64(len(rest)) || !arena.add(shared, rest[:tail]) || len(rest) == int(tail) {
+	for i := uint64(0); i < n && r.ok; i++ {
+		shared := r.uvarint()
+		tail := r.uvarint()
+		if !r.ok || tail > uint64(len(r.rest)) || !arena.add(shared, r.rest[:tail]) || len(r.rest) == int(tail) {
 			return nil, errNotListCache
 		}
-		tracked = append(tracked, rest[tail] == 1)
-		rest = rest[tail+1:]
+		tracked = append(tracked, r.rest[tail] == 1)
+		r.rest = r.rest[tail+1:]
 	}
 	c.paths = arena.strings()
 	c.tracked = make(map[string]bool, count(tracked))
@@ -186,17 +162,17 @@ func decodeListCache(data []byte) (*listCache, error) {
 			c.tracked[p] = true
 		}
 	}
-	n = uvarint()
-	for i := uint64(0); i < n && ok; i++ {
-		d := str()
+	n = r.uvarint()
+	for i := uint64(0); i < n && r.ok; i++ {
+		d := r.str()
 		c.dirs[d] = dirKeys{key(), key()}
-		c.dirPerms[d] = os.FileMode(uvarint()) & os.ModePerm
+		c.dirPerms[d] = os.FileMode(r.uvarint()) & os.ModePerm
 	}
-	n = uvarint()
-	for i := uint64(0); i < n && ok; i++ {
-		c.empty = append(c.empty, str())
+	n = r.uvarint()
+	for i := uint64(0); i < n && r.ok; i++ {
+		c.empty = append(c.empty, r.str())
 	}
-	if !ok || len(rest) != 0 {
+	if !r.done() {
 		return nil, errNotListCache
 	}
 	return c, nil

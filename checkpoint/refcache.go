@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // The list of rewind's checkpoints is read from the store's files where it
@@ -51,44 +52,20 @@ func encodeCommitCache(commits map[string]cachedCommit) []byte {
 var errNotCommitCache = errors.New("not a commit cache")
 
 func decodeCommitCache(data []byte) (map[string]cachedCommit, error) {
-	if len(data) < len(commitCacheMagic)+4 || string(data[:len(commitCacheMagic)]) != commitCacheMagic {
+	r, ok := openCache(data, commitCacheMagic)
+	if !ok {
 		return nil, errNotCommitCache
 	}
-	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
-	if crc32.Checksum(body, crcTable) != sum {
-		return nil, errNotCommitCache
-	}
-	b := body[len(commitCacheMagic):]
-	bad := false
-	num := func() uint64 {
-		v, n := binary.Uvarint(b)
-		if n <= 0 {
-			bad = true
-			return 0
-		}
-		b = b[n:]
-		return v
-	}
-	str := func() string {
-		n := num()
-		if bad || n > uint64(len(b)) {
-			bad = true
-			return ""
-		}
-		v := string(b[:n])
-		b = b[n:]
-		return v
-	}
-	n := num()
-	if n > uint64(len(b)) {
+	n := r.uvarint()
+	if !r.ok || n > uint64(len(r.rest)) {
 		return nil, errNotCommitCache
 	}
 	commits := make(map[string]cachedCommit, n)
-	for i := uint64(0); i < n && !bad; i++ {
-		id := str()
-		commits[id] = cachedCommit{tree: str(), contents: str()}
+	for i := uint64(0); i < n && r.ok; i++ {
+		id := r.str()
+		commits[id] = cachedCommit{tree: r.str(), contents: r.str()}
 	}
-	if bad || len(b) != 0 {
+	if !r.done() {
 		return nil, errNotCommitCache
 	}
 	return commits, nil
@@ -158,33 +135,61 @@ func (s *Store) ownRefs() (refs map[string]string, ok bool) {
 		}
 		looseRefs[refPrefix+e.Name()] = string(id)
 	}
-	refs = map[string]string{}
-	packed, err := os.ReadFile(filepath.Join(dir, "packed-refs"))
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-	case err != nil:
+	refs, ok = packedRefs(dir, func(name string) bool { return strings.HasPrefix(name, refPrefix) })
+	if !ok {
 		return nil, false
-	default:
-		for i, line := range strings.Split(string(packed), "\n") {
-			switch {
-			case line == "", line[0] == '^':
-			case line[0] == '#':
-				if i != 0 {
-					return nil, false
-				}
-			default:
-				id, name, found := strings.Cut(line, " ")
-				if !found || !objectID(id) {
-					return nil, false
-				}
-				if strings.HasPrefix(name, refPrefix) {
-					refs[name] = id
-				}
-			}
-		}
 	}
 	for name, id := range looseRefs { // a loose ref wins over a packed one
 		refs[name] = id
+	}
+	return refs, true
+}
+
+// readRef reads ref in gitDir as git's files backend keeps it: its own
+// file, else its line of packed-refs. ok is false for what git would read
+// otherwise (a symbolic ref, a file that is not an object id).
+func readRef(gitDir, ref string) (id string, found, ok bool) {
+	data, err := os.ReadFile(filepath.Join(gitDir, filepath.FromSlash(ref)))
+	switch {
+	case err == nil:
+		id, rest, _ := strings.Cut(string(data), "\n")
+		return id, true, rest == "" && objectID(id)
+	case !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+		return "", false, false
+	}
+	packed, ok := packedRefs(gitDir, func(name string) bool { return name == ref })
+	id, found = packed[ref]
+	return id, found, ok
+}
+
+// packedRefs reads the refs of gitDir's packed-refs file that want keeps,
+// name to id (none without the file). ok is false for a file git might
+// read otherwise: a line of another form, a file that cannot be read.
+func packedRefs(gitDir string, want func(name string) bool) (refs map[string]string, ok bool) {
+	refs = map[string]string{}
+	packed, err := os.ReadFile(filepath.Join(gitDir, "packed-refs"))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return refs, true
+	case err != nil:
+		return nil, false
+	}
+	for i, line := range strings.Split(string(packed), "\n") {
+		switch {
+		case line == "", line[0] == '^': // the end, a peeled tag
+		case line[0] == '#':
+			if i != 0 {
+				return nil, false
+			}
+		default:
+			id, name, found := strings.Cut(line, " ")
+			if !found || !objectID(id) {
+				return nil, false
+			}
+			if want(name) {
+				refs[name] = id
+			}
+		}
 	}
 	return refs, true
 }

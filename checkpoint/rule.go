@@ -998,33 +998,6 @@ func plainRevParse(dir string) (out []byte, ok bool) {
 	return append(b, id+"\n"+ref+"\n"...), true
 }
 
-// readRef reads ref in gitDir as git's files backend keeps it: its own
-// file, else its line of packed-refs. ok is false for what git would read
-// otherwise (a symbolic ref, a file that is not an object id).
-func readRef(gitDir, ref string) (id string, found, ok bool) {
-	data, err := os.ReadFile(filepath.Join(gitDir, filepath.FromSlash(ref)))
-	switch {
-	case err == nil:
-		id, rest, _ := strings.Cut(string(data), "\n")
-		return id, true, rest == "" && objectID(id)
-	case !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
-		return "", false, false
-	}
-	packed, err := os.ReadFile(filepath.Join(gitDir, "packed-refs"))
-	if errors.Is(err, os.ErrNotExist) {
-		return "", false, true
-	}
-	if err != nil {
-		return "", false, false
-	}
-	for _, line := range strings.Split(string(packed), "\n") {
-		if id, name, _ := strings.Cut(line, " "); name == ref {
-			return id, true, objectID(id)
-		}
-	}
-	return "", false, true
-}
-
 // ownedByMe reports whether this process's user owns path (as git checks a
 // repository before it reads it).
 func ownedByMe(path string) bool {

@@ -158,61 +158,84 @@ func (e *statEntries) encode() {
 	}
 }
 
+// cacheReader reads the fields of one of the store's cache files (its
+// magic, the fields, a CRC-32C of both): uvarints and length-prefixed
+// bytes. Once anything is short, ok is false and every read is empty.
+type cacheReader struct {
+	rest []byte
+	ok   bool
+}
+
+// openCache checks data's magic and checksum, and reads what lies between.
+func openCache(data []byte, magic string) (*cacheReader, bool) {
+	if len(data) < len(magic)+4 || string(data[:len(magic)]) != magic {
+		return nil, false
+	}
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, crcTable) != sum {
+		return nil, false
+	}
+	return &cacheReader{rest: body[len(magic):], ok: true}, true
+}
+
+func (r *cacheReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.rest)
+	if n <= 0 {
+		r.ok = false
+		return 0
+	}
+	r.rest = r.rest[n:]
+	return v
+}
+
+// bytes is a length-prefixed field, in the reader's data.
+func (r *cacheReader) bytes() []byte {
+	n := r.uvarint()
+	if !r.ok || n > uint64(len(r.rest)) {
+		r.ok = false
+		return nil
+	}
+	v := r.rest[:n]
+	r.rest = r.rest[n:]
+	return v
+}
+
+func (r *cacheReader) str() string { return string(r.bytes()) }
+
+// done reports whether every read was whole and nothing is left.
+func (r *cacheReader) done() bool { return r.ok && len(r.rest) == 0 }
+
 // decodeStatCache parses a cache; any flaw (paths out of order included)
 // makes it an error.
 func decodeStatCache(data []byte) (*statCache, error) {
 	bad := errors.New("not a stat cache")
-	if len(data) < len(statCacheMagic)+4 || string(data[:len(statCacheMagic)]) != statCacheMagic {
+	r, ok := openCache(data, statCacheMagic)
+	if !ok {
 		return nil, bad
 	}
-	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
-	if crc32.Checksum(body, crcTable) != sum {
-		return nil, bad
-	}
-	rest := body[len(statCacheMagic):]
-	ok := true
-	uvarint := func() uint64 {
-		v, n := binary.Uvarint(rest)
-		if n <= 0 {
-			ok = false
-			return 0
-		}
-		rest = rest[n:]
-		return v
-	}
-	bytesOf := func() []byte {
-		n := uvarint()
-		if !ok || n > uint64(len(rest)) {
-			ok = false
-			return nil
-		}
-		v := rest[:n]
-		rest = rest[n:]
-		return v
-	}
-	c := &statCache{stamp: bytes.Clone(bytesOf()), tree: string(bytesOf()), base: string(bytesOf())}
-	count := uvarint()
-	if !ok || count > uint64(len(rest))/10 { // an entry takes 10 bytes at least
+	c := &statCache{stamp: bytes.Clone(r.bytes()), tree: r.str(), base: r.str()}
+	count := r.uvarint()
+	if !r.ok || count > uint64(len(r.rest))/10 { // an entry takes 10 bytes at least
 		return nil, bad
 	}
 	c.keys = make([]statKey, 0, count)
 	arena := newPathArena(count)
 	for i := uint64(0); i < count; i++ {
-		shared := uvarint()
-		tail := bytesOf()
-		if !ok || !arena.add(shared, tail) {
+		shared := r.uvarint()
+		tail := r.bytes()
+		if !r.ok || !arena.add(shared, tail) {
 			return nil, bad
 		}
 		var f [8]uint64
 		for j := range f {
-			f[j] = uvarint()
+			f[j] = r.uvarint()
 		}
-		if !ok {
+		if !r.ok {
 			return nil, bad
 		}
 		c.keys = append(c.keys, statKey{f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]})
 	}
-	if len(rest) != 0 {
+	if !r.done() {
 		return nil, bad
 	}
 	c.paths = arena.strings()
