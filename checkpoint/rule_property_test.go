@@ -18,7 +18,9 @@ import (
 // TestRuleProperty checks the rule of what a checkpoint holds and what a
 // restore touches against random histories: edits (create, modify, same-size
 // rewrite with the mtime set back, delete, chmod, file, directory and symlink
-// swaps, empty directories), ignore-rule changes and tracking changes in the
+// swaps, empty directories), ignore-rule changes (the root .gitignore, the
+// project's .git/info/exclude and a core.excludesFile outside the work tree,
+// negations and directory patterns among them) and tracking changes in the
 // project's own git, interleaved with checkpoints and restores. After every
 // checkpoint its tree must be exactly what the project's git holds (the
 // oracle: git ls-files, minus the default excludes for untracked files); after
@@ -48,6 +50,9 @@ type propWorld struct {
 	r  *rand.Rand
 	wt string
 	s  *Store
+
+	excludesFile string // outside the work tree; core.excludesFile names it when excludesSet
+	excludesSet  bool
 }
 
 func (w *propWorld) git(args ...string) string {
@@ -156,7 +161,26 @@ var (
 	propDirs    = []string{"", "a", "a/b", "c", "node_modules"}
 	propNames   = []string{"f1", "f2", "x.log", "keep.log", ".env", "s"}
 	propIgnores = []string{"*.log", "!keep.log", "c/", "f2", "a/b/"}
+	// propExcludes are the patterns written into info/exclude and the
+	// core.excludesFile: negations that win or lose by git's order of the
+	// sources (a .gitignore over info/exclude over core.excludesFile),
+	// directory patterns, and patterns for what a checkpoint held below a
+	// path that is a symlink now (s/f1, */f1/).
+	propExcludes = []string{"*.log", "!keep.log", "!x.log", "!*.log", "f1", "!f1", "s", "!s", "s/", "!s/",
+		"c/", "!c/", "a/b/", "!a/b/", "/f2", "!f2", "a/**/f1", "!a/b/f1", "s/f1", "*/f1/", "x.log/"}
 )
+
+// excludeLines picks some of propExcludes in a random order (the last match
+// in a source decides).
+func (w *propWorld) excludeLines() []string {
+	var lines []string
+	for _, i := range w.r.Perm(len(propExcludes)) {
+		if w.r.Intn(3) == 0 {
+			lines = append(lines, propExcludes[i])
+		}
+	}
+	return lines
+}
 
 func (w *propWorld) randomPath() string {
 	d := propDirs[w.r.Intn(len(propDirs))]
@@ -188,7 +212,7 @@ func (w *propWorld) edit() string {
 	full := filepath.Join(w.wt, p)
 	fi, err := os.Lstat(full)
 	exists := err == nil
-	switch w.r.Intn(11) {
+	switch w.r.Intn(13) {
 	case 0, 1: // write new content
 		w.clearParents(p)
 		if exists && fi.IsDir() {
@@ -241,6 +265,24 @@ func (w *propWorld) edit() string {
 		}
 		os.WriteFile(filepath.Join(w.wt, ".gitignore"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 		return "gitignore " + strings.Join(lines, " ")
+	case 11: // the project's info/exclude
+		lines := w.excludeLines()
+		os.WriteFile(filepath.Join(w.wt, ".git", "info", "exclude"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+		return "info/exclude " + strings.Join(lines, " ")
+	case 12: // core.excludesFile: named or not, and its rules
+		switch n := w.r.Intn(4); {
+		case n == 0 && w.excludesSet:
+			w.git("config", "--unset-all", "core.excludesFile")
+			w.excludesSet = false
+			return "excludesFile unset"
+		case n == 0:
+			w.git("config", "core.excludesFile", w.excludesFile)
+			w.excludesSet = true
+			return "excludesFile set"
+		}
+		lines := w.excludeLines()
+		os.WriteFile(w.excludesFile, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+		return "excludesFile " + strings.Join(lines, " ")
 	case 8: // tracking
 		if e, ok := w.entry(p); ok && e.kind == "file" && w.r.Intn(2) == 0 {
 			w.git("add", "-f", "--", p)
@@ -270,7 +312,8 @@ type propCheckpoint struct {
 func ruleRound(t *testing.T, seed int64, steps int) {
 	ctx := context.Background()
 	s, wt := newStore(t)
-	w := &propWorld{t: t, r: rand.New(rand.NewSource(seed)), wt: wt, s: s}
+	w := &propWorld{t: t, r: rand.New(rand.NewSource(seed)), wt: wt, s: s,
+		excludesFile: filepath.Join(t.TempDir(), "excludes")}
 	w.git("init", "-q")
 	os.WriteFile(filepath.Join(wt, ".git", "info", "exclude"), []byte("*.tmp\n"), 0o644)
 	var cps []propCheckpoint
@@ -346,6 +389,8 @@ func (w *propWorld) checkRestore(ctx context.Context, target propCheckpoint, fai
 	before := w.everything()
 	heldBefore := w.oracle()
 	rulesBefore, _ := os.ReadFile(filepath.Join(w.wt, ".gitignore"))
+	exclude, _ := os.ReadFile(filepath.Join(w.wt, ".git", "info", "exclude"))
+	excludes, _ := os.ReadFile(w.excludesFile)
 	res, err := w.s.Restore(ctx, target.id, RestoreOptions{})
 	if err != nil {
 		fail("restore: %v", err)
@@ -408,7 +453,8 @@ func (w *propWorld) checkRestore(ctx context.Context, target propCheckpoint, fai
 				d = append(d, fmt.Sprintf("%s: none -> %q", k, v))
 			}
 		}
-		fail("undo not exact (.gitignore before %q; restore wrote %v, removed %v, chmod %v, kept %v): %s", rulesBefore, res.Write, res.Remove, res.Chmod, res.Kept, strings.Join(d, "; "))
+		fail("undo not exact (.gitignore before %q, info/exclude %q, excludesFile %q (named: %v); restore wrote %v, removed %v, chmod %v, kept %v): %s",
+			rulesBefore, exclude, excludes, w.excludesSet, res.Write, res.Remove, res.Chmod, res.Kept, strings.Join(d, "; "))
 	}
 }
 
