@@ -303,9 +303,19 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, v *t
 		return nil, err
 	}
 	ignoredThen := func(q string) bool { return !cur.held.tracked[q] && rules.ignores(q, false) }
+	// (The sources outside the work tree, which the restore leaves as they
+	// are, count with the checkpoint's: a .gitignore of now may be what
+	// takes a path back from info/exclude.)
+	why := func(q, own, outer string) string {
+		if rules.ownIgnores(q, false) {
+			return own
+		}
+		return outer
+	}
 	for _, r := range removals {
 		if ignoredThen(r) {
-			p.kept = append(p.kept, Skipped{Path: r, Why: "the checkpoint's own ignore rules ignore it"})
+			p.kept = append(p.kept, Skipped{Path: r, Why: why(r, "the checkpoint's own ignore rules ignore it",
+				"the checkpoint's ignore rules ignore it, with the project's ignore files outside the work tree")})
 		} else {
 			p.remove = append(p.remove, r)
 		}
@@ -313,7 +323,8 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, v *t
 	writes := p.write[:0]
 	for _, w := range p.write {
 		if ignoredThen(w) && !asked[w] {
-			p.kept = append(p.kept, Skipped{Path: w, Why: "the checkpoint holds it, but its own ignore rules ignore it now that it is untracked"})
+			p.kept = append(p.kept, Skipped{Path: w, Why: why(w, "the checkpoint holds it, but its own ignore rules ignore it now that it is untracked",
+				"the checkpoint holds it, but its ignore rules ignore it now, with the project's ignore files outside the work tree")})
 		} else {
 			writes = append(writes, w)
 		}

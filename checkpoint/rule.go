@@ -33,7 +33,9 @@ import (
 //
 // A restore writes and deletes only paths the checkpoint holds or would have
 // held had they existed: never a path ignored now, and never deletes one the
-// checkpoint's own rules (its .gitignore files and .rewindignore) ignore.
+// checkpoint's own rules (its .gitignore files and .rewindignore) ignore, with
+// the sources outside the work tree that the restore leaves as they are
+// (info/exclude, core.excludesFile, a .gitignore above the work tree).
 
 // rewindIgnoreMax caps .rewindignore: it is read on every checkpoint.
 const rewindIgnoreMax = 1 << 20
@@ -830,11 +832,81 @@ func escapeGlob(p string) string {
 }
 
 // targetRules are the ignore rules a checkpoint had: its own .gitignore files
-// and .rewindignore, read from its tree, with the repositories of now.
+// and .rewindignore, read from its tree, with the repositories of now; and
+// the work tree's repository's sources that a restore does not change, which
+// count with them once it is done.
 type targetRules struct {
 	gitignore map[string]ignorePatterns // directory ("" for the root) -> its .gitignore
 	rewind    ignorePatterns
 	repos     []string
+	outer     []outerRules // in git's order after the work tree's .gitignore files
+}
+
+// outerRules are the patterns of an ignore source of the work tree's
+// repository outside the work tree: a .gitignore above it, info/exclude,
+// core.excludesFile.
+type outerRules struct {
+	prefix string // the work tree's path from the patterns' directory: "" or ending in '/'
+	ps     ignorePatterns
+}
+
+// outerRulesOf reads the ignore sources of the work tree's repository that
+// lie outside the work tree, in git's order (the one matching first
+// decides): the .gitignore files above the work tree up to the repository's
+// top, nearest first, then info/exclude, then core.excludesFile (or its XDG
+// default). None when git does not say where they are, or the excludes file
+// is one rewind cannot resolve as git would.
+func (s *Store) outerRulesOf(ctx context.Context) []outerRules {
+	project := gitexec.Project{Dir: s.WorkTree}
+	var where, config []byte
+	var whereErr, configErr error
+	parallel(
+		func() error {
+			where, whereErr = project.Run(ctx, "rev-parse", "--git-path", "info/exclude", "--show-toplevel")
+			return nil
+		},
+		func() error {
+			config, configErr = project.Run(ctx, "config", "-z", "--list")
+			return nil
+		})
+	lines := strings.Split(strings.TrimSpace(string(where)), "\n")
+	if whereErr != nil || configErr != nil || len(lines) != 2 {
+		return nil
+	}
+	top := filepath.Clean(lines[1])
+	if !within(filepath.ToSlash(s.WorkTree), filepath.ToSlash(top)) {
+		return nil // (a path spelled otherwise: nothing to walk up)
+	}
+	prefixFrom := func(dir string) string {
+		rel, _ := filepath.Rel(dir, s.WorkTree)
+		if rel == "." {
+			return ""
+		}
+		return filepath.ToSlash(rel) + "/"
+	}
+	var outer []outerRules
+	for dir := s.WorkTree; dir != top; {
+		dir = filepath.Dir(dir)
+		outer = append(outer, outerRules{prefixFrom(dir), readIgnoreFile(filepath.Join(dir, ".gitignore"))})
+	}
+	exclude := lines[0]
+	if !filepath.IsAbs(exclude) {
+		exclude = filepath.Join(s.WorkTree, exclude)
+	}
+	excludes, ok := excludesFile(config)
+	if !ok {
+		return nil
+	}
+	if !filepath.IsAbs(excludes) {
+		excludes = filepath.Join(top, excludes) // git reads it from the top
+	}
+	for _, name := range []string{exclude, excludes} {
+		// git follows a symlink here, unlike for a .gitignore
+		if data, err := os.ReadFile(name); err == nil {
+			outer = append(outer, outerRules{prefixFrom(top), parseIgnore(data)})
+		}
+	}
+	return outer
 }
 
 // rulesOf reads the ignore files a checkpoint's tree holds, with the
@@ -845,6 +917,9 @@ func (s *Store) rulesOf(ctx context.Context, c *Checkpoint, h *held, entries map
 	r := &targetRules{gitignore: map[string]ignorePatterns{}, repos: h.repos}
 	if c.meta != nil {
 		r.repos = c.meta.repos
+	}
+	if h.inRepo {
+		r.outer = s.outerRulesOf(ctx)
 	}
 	if entries == nil {
 		all, err := s.treeEntries(ctx, c.Tree, nil)
@@ -886,8 +961,19 @@ func (s *Store) rulesOf(ctx context.Context, c *Checkpoint, h *held, entries map
 // ignores reports whether the checkpoint's rules ignore p: its default
 // excludes, its .rewindignore, or the .gitignore files of p's repository,
 // matched level by level as git does (a deeper file wins; below an excluded
-// directory everything is excluded).
+// directory everything is excluded), then, in the work tree's own
+// repository, the sources outside the work tree.
 func (r *targetRules) ignores(p string, isDir bool) bool {
+	return r.judge(p, isDir, true)
+}
+
+// ownIgnores is ignores by the checkpoint's own rules alone: whether p is
+// ignored whatever the sources outside the work tree say.
+func (r *targetRules) ownIgnores(p string, isDir bool) bool {
+	return r.judge(p, isDir, false)
+}
+
+func (r *targetRules) judge(p string, isDir, outer bool) bool {
 	if defaultExcludes.excluded(p, isDir) || r.rewind.excluded(p, isDir) {
 		return true
 	}
@@ -924,6 +1010,13 @@ func (r *targetRules) ignores(p string, isDir bool) bool {
 			}
 			if ex, ok := l.ps.lastMatch(sub, isDir); ok {
 				return ex, true
+			}
+		}
+		if root == "" && outer {
+			for _, o := range r.outer {
+				if ex, ok := o.ps.lastMatch(o.prefix+q, isDir); ok {
+					return ex, true
+				}
 			}
 		}
 		return false, false
