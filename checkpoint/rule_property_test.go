@@ -18,7 +18,7 @@ import (
 // TestRuleProperty checks the rule of what a checkpoint holds and what a
 // restore touches against random histories: edits (create, modify, same-size
 // rewrite with the mtime set back, delete, chmod, file, directory and symlink
-// swaps, empty directories), ignore-rule changes (the root .gitignore, the
+// swaps, a directory made a symlink, empty directories), ignore-rule changes (the root .gitignore, the
 // project's .git/info/exclude and a core.excludesFile outside the work tree,
 // negations and directory patterns among them) and tracking changes in the
 // project's own git, interleaved with checkpoints and restores. After every
@@ -53,6 +53,8 @@ type propWorld struct {
 
 	excludesFile string // outside the work tree; core.excludesFile names it when excludesSet
 	excludesSet  bool
+
+	beyondLink, beyondLinkKept int // paths a restore met beyond a symlink, and those of them it kept
 }
 
 func (w *propWorld) git(args ...string) string {
@@ -212,7 +214,7 @@ func (w *propWorld) edit() string {
 	full := filepath.Join(w.wt, p)
 	fi, err := os.Lstat(full)
 	exists := err == nil
-	switch w.r.Intn(13) {
+	switch w.r.Intn(14) {
 	case 0, 1: // write new content
 		w.clearParents(p)
 		if exists && fi.IsDir() {
@@ -265,6 +267,23 @@ func (w *propWorld) edit() string {
 		}
 		os.WriteFile(filepath.Join(w.wt, ".gitignore"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 		return "gitignore " + strings.Join(lines, " ")
+	case 8: // tracking
+		if e, ok := w.entry(p); ok && e.kind == "file" && w.r.Intn(2) == 0 {
+			w.git("add", "-f", "--", p)
+			return "track " + p
+		}
+		w.git("rm", "-q", "-f", "--cached", "--ignore-unmatch", "--", p)
+		return "untrack " + p
+	case 9: // an empty directory
+		d := propDirs[1+w.r.Intn(len(propDirs)-1)] + "/e"
+		w.clearParents(d + "/x")
+		return "mkdir " + d
+	case 10: // a directory's bits
+		d := propDirs[1+w.r.Intn(len(propDirs)-1)]
+		if fi, err := os.Lstat(filepath.Join(w.wt, d)); err == nil && fi.IsDir() {
+			os.Chmod(filepath.Join(w.wt, d), []os.FileMode{0o700, 0o750, 0o755}[w.r.Intn(3)])
+			return "chmod-dir " + d
+		}
 	case 11: // the project's info/exclude
 		lines := w.excludeLines()
 		os.WriteFile(filepath.Join(w.wt, ".git", "info", "exclude"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
@@ -283,22 +302,15 @@ func (w *propWorld) edit() string {
 		lines := w.excludeLines()
 		os.WriteFile(w.excludesFile, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 		return "excludesFile " + strings.Join(lines, " ")
-	case 8: // tracking
-		if e, ok := w.entry(p); ok && e.kind == "file" && w.r.Intn(2) == 0 {
-			w.git("add", "-f", "--", p)
-			return "track " + p
-		}
-		w.git("rm", "-q", "-f", "--cached", "--ignore-unmatch", "--", p)
-		return "untrack " + p
-	case 9: // an empty directory
-		d := propDirs[1+w.r.Intn(len(propDirs)-1)] + "/e"
-		w.clearParents(d + "/x")
-		return "mkdir " + d
-	case 10: // a directory's bits
+	case 13: // a directory -> symlink: what a checkpoint held below it is beyond one now
 		d := propDirs[1+w.r.Intn(len(propDirs)-1)]
+		if exists && fi.IsDir() {
+			d = p
+		}
 		if fi, err := os.Lstat(filepath.Join(w.wt, d)); err == nil && fi.IsDir() {
-			os.Chmod(filepath.Join(w.wt, d), []os.FileMode{0o700, 0o750, 0o755}[w.r.Intn(3)])
-			return "chmod-dir " + d
+			os.RemoveAll(filepath.Join(w.wt, d))
+			os.Symlink([]string{"f1", "../x", "a"}[w.r.Intn(3)], filepath.Join(w.wt, d))
+			return "dir-to-link " + d
 		}
 	}
 	return ""
@@ -343,6 +355,7 @@ func ruleRound(t *testing.T, seed int64, steps int) {
 			w.checkRestore(ctx, target, fail)
 		}
 	}
+	t.Logf("restores met %d paths beyond a symlink, kept %d", w.beyondLink, w.beyondLinkKept)
 }
 
 // checkTree compares a checkpoint's tree with the oracle's listing.
@@ -391,6 +404,12 @@ func (w *propWorld) checkRestore(ctx context.Context, target propCheckpoint, fai
 	rulesBefore, _ := os.ReadFile(filepath.Join(w.wt, ".gitignore"))
 	exclude, _ := os.ReadFile(filepath.Join(w.wt, ".git", "info", "exclude"))
 	excludes, _ := os.ReadFile(w.excludesFile)
+	var beyond []string // (counted, to show that the rounds meet them)
+	for p := range target.held {
+		if w.s.linkAbove(p) {
+			beyond = append(beyond, p)
+		}
+	}
 	res, err := w.s.Restore(ctx, target.id, RestoreOptions{})
 	if err != nil {
 		fail("restore: %v", err)
@@ -398,6 +417,12 @@ func (w *propWorld) checkRestore(ctx context.Context, target propCheckpoint, fai
 	kept := map[string]bool{}
 	for _, k := range res.Kept {
 		kept[k.Path] = true
+	}
+	for _, p := range beyond {
+		w.beyondLink++
+		if kept[p] {
+			w.beyondLinkKept++
+		}
 	}
 	after := w.everything()
 	// Every path the checkpoint holds is back, unless the note names it.
