@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path"
@@ -332,7 +333,16 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, v *t
 	p.write = writes
 	sort.Strings(p.write)
 	var blocked, failed []Skipped
-	p.write, blocked, failed = s.inTheWay(p.write, p.remove, cur.inTree)
+	// The safety checkpoint records the empty directories held now, which
+	// its undo makes again; all of them when it records none.
+	recorded := func(d string) bool {
+		_, ok := slices.BinarySearch(cur.meta.dirs, d)
+		return ok
+	}
+	if cur.meta == nil {
+		recorded = func(string) bool { return true }
+	}
+	p.write, blocked, failed = s.inTheWay(p.write, p.remove, cur.inTree, recorded)
 	for _, b := range blocked {
 		if asked[b.Path] {
 			failed = append(failed, b) // named by --file, and not written
@@ -525,12 +535,13 @@ func lsTree(tree string, prefixes []string, opts ...string) []string {
 // inTheWay drops from write the paths whose writing would destroy something
 // the current state (the safety checkpoint) does not hold: a file there that
 // was skipped (over the size limit, unreadable), a directory still holding
-// uncaptured files (ignored ones) once the removals are done, or an uncaptured
-// file or symlink where the checkpoint has a directory. git checkout-index
-// --force would delete them; rewind keeps them and says so. It never follows a
-// symlink: a parent that is one, and that the restore removes, frees
-// everything below it.
-func (s *Store) inTheWay(write, remove []string, inTree sortedPaths) (kept []string, left, failed []Skipped) {
+// uncaptured files (ignored ones) once the removals are done, or an empty
+// directory it does not record (an ignored one, recorded says), or an
+// uncaptured file or symlink where the checkpoint has a directory. git
+// checkout-index --force would delete them; rewind keeps them and says so. It
+// never follows a symlink: a parent that is one, and that the restore
+// removes, frees everything below it.
+func (s *Store) inTheWay(write, remove []string, inTree sortedPaths, recorded func(string) bool) (kept []string, left, failed []Skipped) {
 	removed := map[string]bool{}
 	for _, p := range remove {
 		removed[p] = true
@@ -563,7 +574,7 @@ func (s *Store) inTheWay(write, remove []string, inTree sortedPaths) (kept []str
 			}
 		}
 		if why == "" && !below {
-			why, broken = s.blocks(p, free, isRemoved)
+			why, broken = s.blocks(p, free, isRemoved, recorded)
 		}
 		switch {
 		case broken:
@@ -579,7 +590,7 @@ func (s *Store) inTheWay(write, remove []string, inTree sortedPaths) (kept []str
 
 // blocks says why what is at rel (its parents are directories) cannot be
 // replaced, or "" when it can; broken when it cannot even be looked at.
-func (s *Store) blocks(rel string, free, removed func(string) bool) (why string, broken bool) {
+func (s *Store) blocks(rel string, free, removed, recorded func(string) bool) (why string, broken bool) {
 	full := filepath.Join(s.WorkTree, rel)
 	fi, err := os.Lstat(full)
 	switch {
@@ -598,16 +609,33 @@ func (s *Store) blocks(rel string, free, removed func(string) bool) (why string,
 			why, broken = "cannot look into the directory there: "+errText(err), true
 			return nil
 		}
+		r, _ := filepath.Rel(s.WorkTree, p)
+		r = filepath.ToSlash(r)
 		if d.IsDir() {
+			// An empty one the safety checkpoint does not record would
+			// be lost for good.
+			if !recorded(r) && emptyDir(p) {
+				why = fmt.Sprintf("the checkpoint has a file there, but the directory holds the empty directory %s, which no checkpoint holds", r)
+			}
 			return nil
 		}
-		r, _ := filepath.Rel(s.WorkTree, p)
-		if r = filepath.ToSlash(r); !removed(r) {
+		if !removed(r) {
 			why = fmt.Sprintf("the checkpoint has a file there, but the directory holds %s, which the restore leaves as it is", r)
 		}
 		return nil
 	})
 	return why, broken
+}
+
+// emptyDir reports whether the directory dir holds nothing.
+func emptyDir(dir string) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	_, err = f.Readdirnames(1)
+	return err == io.EOF
 }
 
 // checkHeld refuses --file paths that neither the checkpoint nor the work tree
