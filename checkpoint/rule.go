@@ -885,8 +885,8 @@ type outerRules struct {
 // lie outside the work tree, in git's order (the one matching first
 // decides): the .gitignore files above the work tree up to the repository's
 // top, nearest first, then info/exclude, then core.excludesFile (or its XDG
-// default). None when git does not say where they are, or the excludes file
-// is one rewind cannot resolve as git would.
+// default; not when rewind cannot resolve its path as git would). None when
+// git does not say where they are.
 func (s *Store) outerRulesOf(ctx context.Context) []outerRules {
 	project := gitexec.Project{Dir: s.WorkTree}
 	var where, config []byte
@@ -924,14 +924,14 @@ func (s *Store) outerRulesOf(ctx context.Context) []outerRules {
 	if !filepath.IsAbs(exclude) {
 		exclude = filepath.Join(s.WorkTree, exclude)
 	}
-	excludes, ok := excludesFile(config)
-	if !ok {
-		return nil
+	names := []string{exclude}
+	if excludes, ok := excludesFile(config); ok {
+		if !filepath.IsAbs(excludes) {
+			excludes = filepath.Join(top, excludes) // git reads it from the top
+		}
+		names = append(names, excludes)
 	}
-	if !filepath.IsAbs(excludes) {
-		excludes = filepath.Join(top, excludes) // git reads it from the top
-	}
-	for _, name := range []string{exclude, excludes} {
+	for _, name := range names {
 		// git follows a symlink here, unlike for a .gitignore
 		if data, err := os.ReadFile(name); err == nil {
 			outer = append(outer, outerRules{prefixFrom(top), parseIgnore(data)})
