@@ -369,7 +369,13 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, v *t
 			return nil, err
 		}
 		for _, d := range missing {
-			if !ignored[d] {
+			// Nor one that the rules after the restore ignore: git judged
+			// it by what is there, a symlink, a file or nothing, which a
+			// pattern for directories (c/) does not match, and
+			// info/exclude or core.excludesFile, which the restore leaves
+			// as they are, may hold one. (One holding a tracked file git
+			// never ignores.)
+			if !ignored[d] && !(rules.ignores(d, true) && !cur.held.holdsTracked(d)) {
 				p.mkdir = append(p.mkdir, d)
 			}
 		}

@@ -526,11 +526,10 @@ func (h *held) repoOf(p string) string {
 // directories) the rule ignores now: untracked and matched by an ignore source
 // of their repository, a default exclude or .rewindignore. A restore never
 // writes those. (git judges a path that exists by its type on disk, one that
-// does not as a file; in a repository, directories are judged as directories
-// whatever is there.)
+// does not as a file.)
 func (s *Store) ignoredNow(ctx context.Context, h *held, paths []string, isDir bool) (map[string]bool, error) {
 	ignored := map[string]bool{}
-	var ask, beyondLink, notDirs []string
+	var ask, beyondLink []string
 	for _, p := range paths {
 		switch {
 		case h.tracked[p]:
@@ -544,30 +543,10 @@ func (s *Store) ignoredNow(ctx context.Context, h *held, paths []string, isDir b
 		default:
 			// Beyond a file git answers as for the directory it would be.
 			ask = append(ask, p)
-			if isDir {
-				if fi, err := os.Lstat(filepath.Join(s.WorkTree, p)); err != nil || !fi.IsDir() {
-					notDirs = append(notDirs, p)
-				}
-			}
 		}
 	}
 	if err := s.checkIgnore(ctx, h, ask, false, ignored); err != nil {
 		return nil, err
-	}
-	// git judges a path by what is on disk: a directory that is a symlink,
-	// a file or nothing now (one a restore would make) escapes a pattern
-	// for directories (c/), though info/exclude or core.excludesFile, which
-	// the restore leaves as they are, would ignore it right after. It is
-	// asked again in the stand-in, where it is a directory; unless it holds
-	// a tracked file, which git asked with the index never ignores.
-	if len(notDirs) > 0 && (h.inRepo || len(h.repos) > 1) {
-		asDir := map[string]bool{}
-		if err := s.standInIgnored(ctx, h, notDirs, true, asDir); err != nil {
-			return nil, err
-		}
-		for d := range asDir {
-			ignored[d] = ignored[d] || !h.holdsTracked(d)
-		}
 	}
 	if len(beyondLink) == 0 {
 		return ignored, nil
