@@ -526,10 +526,11 @@ func (h *held) repoOf(p string) string {
 // directories) the rule ignores now: untracked and matched by an ignore source
 // of their repository, a default exclude or .rewindignore. A restore never
 // writes those. (git judges a path that exists by its type on disk, one that
-// does not as a file.)
+// does not as a file; directories that are not there are asked as
+// directories, in a repository.)
 func (s *Store) ignoredNow(ctx context.Context, h *held, paths []string, isDir bool) (map[string]bool, error) {
 	ignored := map[string]bool{}
-	var ask, beyondLink []string
+	var ask, beyondLink, missingDirs []string
 	for _, p := range paths {
 		switch {
 		case h.tracked[p]:
@@ -543,10 +544,29 @@ func (s *Store) ignoredNow(ctx context.Context, h *held, paths []string, isDir b
 		default:
 			// Beyond a file git answers as for the directory it would be.
 			ask = append(ask, p)
+			if _, err := os.Lstat(filepath.Join(s.WorkTree, p)); isDir && os.IsNotExist(err) && !s.notADir(path.Dir(p)) {
+				missingDirs = append(missingDirs, p)
+			}
 		}
 	}
 	if err := s.checkIgnore(ctx, h, ask, false, ignored); err != nil {
 		return nil, err
+	}
+	// git judges a path that is not there as a file, which a pattern for
+	// directories (a/b/) does not match; yet a restore that made the
+	// directory could not be undone, for the rules of now ignore it. Such a
+	// directory is asked again in the stand-in work tree, where it is one,
+	// and is ignored unless it holds a tracked file (which git, asked with
+	// the index, never ignores). (One where a file or symlink is now is not:
+	// the undo puts that back over it.)
+	if len(missingDirs) > 0 && (h.inRepo || len(h.repos) > 1) {
+		asDir := map[string]bool{}
+		if err := s.standInIgnored(ctx, h, missingDirs, true, asDir); err != nil {
+			return nil, err
+		}
+		for d := range asDir {
+			ignored[d] = ignored[d] || !h.holdsTracked(d)
+		}
 	}
 	if len(beyondLink) == 0 {
 		return ignored, nil
