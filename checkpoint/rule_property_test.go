@@ -18,15 +18,16 @@ import (
 // TestRuleProperty checks the rule of what a checkpoint holds and what a
 // restore touches against random histories: edits (create, modify, same-size
 // rewrite with the mtime set back, delete, chmod, file, directory and symlink
-// swaps, a directory made a symlink, empty directories), ignore-rule changes (the root .gitignore, the
-// project's .git/info/exclude and a core.excludesFile outside the work tree,
-// negations and directory patterns among them) and tracking changes in the
-// project's own git, interleaved with checkpoints and restores. After every
-// checkpoint its tree must be exactly what the project's git holds (the
-// oracle: git ls-files, minus the default excludes for untracked files); after
-// every restore each held path must be the checkpoint's, every ignored path
-// untouched, anything else left named in the restore's note; and the undo must
-// give back the whole tree, permission bits and empty directories included.
+// swaps, a directory made a symlink, empty directories), ignore-rule changes
+// (the root .gitignore, the project's .git/info/exclude and a
+// core.excludesFile outside the work tree, negations and directory patterns
+// among them) and tracking changes in the project's own git, interleaved with
+// checkpoints and restores. After every checkpoint its tree must be exactly
+// what the project's git holds (the oracle: git ls-files, minus the default
+// excludes for untracked files); after every restore each held path must be
+// the checkpoint's, every ignored path untouched, anything else left named in
+// the restore's note; and the undo must give back the whole tree, permission
+// bits and empty directories included.
 func TestRuleProperty(t *testing.T) {
 	seeds, steps := 3, 120
 	if os.Getenv("REWIND_SOAK") != "" {
