@@ -333,16 +333,22 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, v *t
 	p.write = writes
 	sort.Strings(p.write)
 	var blocked, failed []Skipped
-	// The safety checkpoint records the empty directories held now, which
-	// its undo makes again; all of them when it records none.
-	recorded := func(d string) bool {
+	// An empty directory in the way may go when the safety checkpoint
+	// records it (all of them, when it records none), so that the undo
+	// makes it again; and, inside the one a file replaces, when the
+	// checkpoint's rules do not ignore it (the restore keeps those, as it
+	// keeps a file they ignore).
+	freeDir := func(d string, inside bool) bool {
+		if inside && rules.ignores(d, true) {
+			return false
+		}
+		if cur.meta == nil {
+			return true
+		}
 		_, ok := slices.BinarySearch(cur.meta.dirs, d)
 		return ok
 	}
-	if cur.meta == nil {
-		recorded = func(string) bool { return true }
-	}
-	p.write, blocked, failed = s.inTheWay(p.write, p.remove, cur.inTree, recorded)
+	p.write, blocked, failed = s.inTheWay(p.write, p.remove, cur.inTree, freeDir)
 	for _, b := range blocked {
 		if asked[b.Path] {
 			failed = append(failed, b) // named by --file, and not written
@@ -542,12 +548,12 @@ func lsTree(tree string, prefixes []string, opts ...string) []string {
 // the current state (the safety checkpoint) does not hold: a file there that
 // was skipped (over the size limit, unreadable), a directory still holding
 // uncaptured files (ignored ones) once the removals are done, or an empty
-// directory it does not record (an ignored one, recorded says), or an
-// uncaptured file or symlink where the checkpoint has a directory. git
+// directory that is not free to go (freeDir), or an uncaptured file or
+// symlink where the checkpoint has a directory. git
 // checkout-index --force would delete them; rewind keeps them and says so. It
 // never follows a symlink: a parent that is one, and that the restore
 // removes, frees everything below it.
-func (s *Store) inTheWay(write, remove []string, inTree sortedPaths, recorded func(string) bool) (kept []string, left, failed []Skipped) {
+func (s *Store) inTheWay(write, remove []string, inTree sortedPaths, freeDir func(d string, inside bool) bool) (kept []string, left, failed []Skipped) {
 	removed := map[string]bool{}
 	for _, p := range remove {
 		removed[p] = true
@@ -580,7 +586,7 @@ func (s *Store) inTheWay(write, remove []string, inTree sortedPaths, recorded fu
 			}
 		}
 		if why == "" && !below {
-			why, broken = s.blocks(p, free, isRemoved, recorded)
+			why, broken = s.blocks(p, free, isRemoved, freeDir)
 		}
 		switch {
 		case broken:
@@ -596,7 +602,7 @@ func (s *Store) inTheWay(write, remove []string, inTree sortedPaths, recorded fu
 
 // blocks says why what is at rel (its parents are directories) cannot be
 // replaced, or "" when it can; broken when it cannot even be looked at.
-func (s *Store) blocks(rel string, free, removed, recorded func(string) bool) (why string, broken bool) {
+func (s *Store) blocks(rel string, free, removed func(string) bool, freeDir func(string, bool) bool) (why string, broken bool) {
 	full := filepath.Join(s.WorkTree, rel)
 	fi, err := os.Lstat(full)
 	switch {
@@ -618,10 +624,8 @@ func (s *Store) blocks(rel string, free, removed, recorded func(string) bool) (w
 		r, _ := filepath.Rel(s.WorkTree, p)
 		r = filepath.ToSlash(r)
 		if d.IsDir() {
-			// An empty one the safety checkpoint does not record would
-			// be lost for good.
-			if !recorded(r) && emptyDir(p) {
-				why = fmt.Sprintf("the checkpoint has a file there, but the directory holds the empty directory %s, which no checkpoint holds", r)
+			if !freeDir(r, r != rel) && emptyDir(p) {
+				why = fmt.Sprintf("the checkpoint has a file there, but the directory holds the empty directory %s, which the restore leaves as it is", r)
 			}
 			return nil
 		}
