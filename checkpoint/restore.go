@@ -379,9 +379,9 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, v *t
 			// it by what is there, a symlink, a file or nothing, which a
 			// pattern for directories (c/) does not match, and
 			// info/exclude or core.excludesFile, which the restore leaves
-			// as they are, may hold one. (One holding a tracked file git
-			// never ignores.)
-			if !ignored[d] && !(rules.ignores(d, true) && !cur.held.holdsTracked(d)) {
+			// as they are, may hold one. (As for the empty directories
+			// its undo would take away, the patterns alone decide.)
+			if !ignored[d] && !rules.ignores(d, true) {
 				p.mkdir = append(p.mkdir, d)
 			}
 		}
@@ -668,8 +668,9 @@ func (s *Store) checkHeld(target *Checkpoint, entries map[string]string, files [
 }
 
 // apply carries out a plan. Removals go first, so a directory the checkpoint
-// has as a file (or the reverse) can be written; directories the removals
-// emptied go too, unless the checkpoint has them. Then the writes, checked one
+// has as a file (or the reverse) can be written, then the empty directories
+// it did not have; directories those emptied go too, unless the checkpoint
+// has them. Then the writes, checked one
 // by one (a write git could not make fails the restore, never silently), the
 // checkpoint's empty directories, and the permission bits it recorded.
 func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView, p *restorePlan, target *Checkpoint, cur *capture, files []string) error {
@@ -686,6 +687,20 @@ func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView,
 			return fmt.Errorf("remove %s: %w", r, err)
 		}
 		for d := path.Dir(r); d != "." && !v.hasDir(d); d = path.Dir(d) {
+			emptied[d] = true
+		}
+	}
+	// Empty directories the checkpoint did not have, deepest first, before the
+	// writes: one may stand where the checkpoint has a file. Their parents
+	// may be emptied too (a directory a restore made holds only those and
+	// files it removes, in its undo).
+	for i := len(p.rmdir) - 1; i >= 0; i-- {
+		if full, err := s.inside(p.rmdir[i]); err == nil {
+			if fi, err := os.Lstat(full); err == nil && fi.IsDir() {
+				os.Remove(full) // only when empty
+			}
+		}
+		for d := path.Dir(p.rmdir[i]); d != "." && !v.hasDir(d); d = path.Dir(d) {
 			emptied[d] = true
 		}
 	}
@@ -711,15 +726,6 @@ func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView,
 	sort.Slice(byDepth, func(i, j int) bool { return strings.Count(byDepth[i], "/") > strings.Count(byDepth[j], "/") })
 	for _, d := range byDepth {
 		os.Remove(filepath.Join(s.WorkTree, d)) // only when empty
-	}
-	// Empty directories the checkpoint did not have, deepest first, before the
-	// writes: one may stand where the checkpoint has a file.
-	for i := len(p.rmdir) - 1; i >= 0; i-- {
-		if full, err := s.inside(p.rmdir[i]); err == nil {
-			if fi, err := os.Lstat(full); err == nil && fi.IsDir() {
-				os.Remove(full) // only when empty
-			}
-		}
 	}
 	// Without recorded bits (an older checkpoint), a file rewritten in place
 	// keeps its bits beyond the executable one.

@@ -480,16 +480,6 @@ func (h *held) excludedByRewind(p string, isDir bool) bool {
 	return defaultExcludes.excluded(p, isDir) || h.ignore.excluded(p, isDir) || h.privateOf(p) != ""
 }
 
-// holdsTracked reports whether a tracked file lies below the directory d.
-func (h *held) holdsTracked(d string) bool {
-	for f := range h.tracked {
-		if strings.HasPrefix(f, d+"/") {
-			return true
-		}
-	}
-	return false
-}
-
 // underOpaque reports whether p lies in a repository git answers nothing for.
 func (h *held) underOpaque(p string) bool {
 	for _, g := range h.opaque {
@@ -556,16 +546,12 @@ func (s *Store) ignoredNow(ctx context.Context, h *held, paths []string, isDir b
 	// directories (a/b/) does not match; yet a restore that made the
 	// directory could not be undone, for the rules of now ignore it. Such a
 	// directory is asked again in the stand-in work tree, where it is one,
-	// and is ignored unless it holds a tracked file (which git, asked with
-	// the index, never ignores). (One where a file or symlink is now is not:
-	// the undo puts that back over it.)
+	// by the patterns alone (as the undo's empty directories are). (One
+	// where a file or symlink is now is not: the undo puts that back over
+	// it.)
 	if len(missingDirs) > 0 && (h.inRepo || len(h.repos) > 1) {
-		asDir := map[string]bool{}
-		if err := s.standInIgnored(ctx, h, missingDirs, true, asDir); err != nil {
+		if err := s.standInIgnored(ctx, h, missingDirs, true, ignored); err != nil {
 			return nil, err
-		}
-		for d := range asDir {
-			ignored[d] = ignored[d] || !h.holdsTracked(d)
 		}
 	}
 	if len(beyondLink) == 0 {
