@@ -242,3 +242,37 @@ func TestRelistRestoreRoundTrip(t *testing.T) {
 		t.Fatalf("restoring the safety checkpoint gave\n%v\nwant\n%v", after, before)
 	}
 }
+
+// TestRelistFallbackKeepsBranch: a partial listing that meets what the cache
+// cannot hold (a repository made in a changed directory) lists it all, and
+// the checkpoint still records the project's branch and HEAD (the full
+// listing started from a held work tree that had lost them).
+func TestRelistFallbackKeepsBranch(t *testing.T) {
+	ctx := context.Background()
+	repo := t.TempDir()
+	repo, _ = filepath.EvalSymlinks(repo)
+	gitIn(t, repo, "init", "-q", "-b", "main")
+	mustWrite(t, filepath.Join(repo, "d/a"), "a")
+	mustWrite(t, filepath.Join(repo, "e/b"), "b")
+	gitIn(t, repo, "add", ".")
+	gitIn(t, repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+	s := cachedStore(t, repo)
+	if _, err := s.Create(ctx, CreateOptions{Reason: "one", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(40 * time.Millisecond)
+	gitIn(t, filepath.Join(repo, "d"), "init", "-q", "nested")
+	var trace strings.Builder
+	gitexec.Trace = &trace
+	made, err := s.Create(ctx, CreateOptions{Reason: "two", Source: "test"})
+	gitexec.Trace = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(trace.String(), "listing (by git;") {
+		t.Fatalf("the capture did not fall back to a full listing:\n%s", trace.String())
+	}
+	if made.Checkpoint.Branch != "main" || made.Checkpoint.Head == "" {
+		t.Fatalf("branch %q, head %q after the fall-back listing", made.Checkpoint.Branch, made.Checkpoint.Head)
+	}
+}

@@ -54,6 +54,13 @@ type held struct {
 
 	head, branch string // the project's HEAD commit and branch ("": none, detached)
 
+	// What the project's git said of the work tree's repository, for the
+	// restore's rules (outerRulesOf): where (rev-parse's is-inside, index,
+	// info/exclude and top lines) and config (config --list, when read).
+	where      []string
+	config     []byte
+	configRead bool
+
 	inputs    []byte // listingInputs' digest; nil when the listing cannot be cached
 	listedBy  string // how the paths were found (for REWIND_TRACE)
 	fromCache bool   // all from the listing cache
@@ -151,6 +158,9 @@ func (s *Store) hold(ctx context.Context, trusted bool) (*held, *listCache, erro
 		}
 		revParse = revParse[:4]
 	}
+	if h.inRepo && len(revParse) == 4 {
+		h.where = revParse
+	}
 	if ge, ok := err.(*gitexec.Error); ok && strings.Contains(ge.Stderr, "dubious ownership") {
 		h.notes = append(h.notes, "the project's git does not trust this repository (another user owns it; see git's safe.directory): only the work tree's .gitignore files count")
 	}
@@ -159,6 +169,7 @@ func (s *Store) hold(ctx context.Context, trusted bool) (*held, *listCache, erro
 	}
 	if trusted && configErr == nil {
 		h.inputs = s.listingInputs(h, rewindIgnore, revParse, config)
+		h.config, h.configRead = config, h.inRepo
 	}
 	if cache != nil && h.inputs != nil && bytes.Equal(cache.inputs, h.inputs) {
 		changed := s.changedDirs(cache)
@@ -172,7 +183,8 @@ func (s *Store) hold(ctx context.Context, trusted bool) (*held, *listCache, erro
 				return h, cache, err
 			}
 			// something the cache cannot hold came up: list it all
-			*h = held{tracked: map[string]bool{}, ignore: h.ignore, notes: h.notes, private: h.private, inRepo: h.inRepo, inputs: h.inputs}
+			*h = held{tracked: map[string]bool{}, ignore: h.ignore, notes: h.notes, private: h.private, inRepo: h.inRepo, inputs: h.inputs,
+				head: h.head, branch: h.branch, where: h.where, config: h.config, configRead: h.configRead}
 		}
 	}
 	h.listedBy = "git"
@@ -872,21 +884,32 @@ type outerRules struct {
 // top, nearest first, then info/exclude, then core.excludesFile (or its XDG
 // default; not when rewind cannot resolve its path as git would). None when
 // git does not say where they are.
-func (s *Store) outerRulesOf(ctx context.Context) []outerRules {
-	project := gitexec.Project{Dir: s.WorkTree}
-	var where, config []byte
-	var whereErr, configErr error
-	parallel(
-		func() error {
-			where, whereErr = project.Run(ctx, "rev-parse", "--git-path", "info/exclude", "--show-toplevel")
+//
+// The capture that held the work tree (h) asked the same of git, and its
+// answers are taken when it has them all.
+func (s *Store) outerRulesOf(ctx context.Context, h *held) []outerRules {
+	var lines []string
+	var config []byte
+	if len(h.where) == 4 && h.configRead {
+		lines, config = h.where[2:], h.config
+	} else {
+		project := gitexec.Project{Dir: s.WorkTree}
+		var where []byte
+		var whereErr, configErr error
+		parallel(
+			func() error {
+				where, whereErr = project.Run(ctx, "rev-parse", "--git-path", "info/exclude", "--show-toplevel")
+				return nil
+			},
+			func() error {
+				config, configErr = project.Run(ctx, "config", "-z", "--list")
+				return nil
+			})
+		if lines = strings.Split(strings.TrimSpace(string(where)), "\n"); whereErr != nil || configErr != nil {
 			return nil
-		},
-		func() error {
-			config, configErr = project.Run(ctx, "config", "-z", "--list")
-			return nil
-		})
-	lines := strings.Split(strings.TrimSpace(string(where)), "\n")
-	if whereErr != nil || configErr != nil || len(lines) != 2 {
+		}
+	}
+	if len(lines) != 2 {
 		return nil
 	}
 	top := filepath.Clean(lines[1])
@@ -935,7 +958,7 @@ func (s *Store) rulesOf(ctx context.Context, c *Checkpoint, h *held, entries map
 		r.repos = c.meta.repos
 	}
 	if h.inRepo {
-		r.outer = s.outerRulesOf(ctx)
+		r.outer = s.outerRulesOf(ctx, h)
 	}
 	if entries == nil {
 		all, err := s.treeEntries(ctx, c.Tree, nil)
