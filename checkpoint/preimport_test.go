@@ -18,9 +18,7 @@ import (
 // that the packs one per checkpoint are merged past packsMax, and that every
 // checkpoint stays whole: fsck clean, and each one restored exactly.
 func TestPreimportWritesOnePack(t *testing.T) {
-	if !gitexec.AtLeast(geometricVersion) {
-		t.Skip("git before " + geometricVersion + ": no preimport")
-	}
+	needPreimport(t)
 	ctx := context.Background()
 	s, wt := newStore(t)
 	defer func(n int) { packsMax = n }(packsMax)
@@ -92,17 +90,9 @@ func TestPreimportWritesOnePack(t *testing.T) {
 // leaves write-tree a blob it cannot find; the capture hashes the files
 // again, writing them, and the checkpoint holds what the file holds.
 func TestPreimportFileChangedMeanwhile(t *testing.T) {
-	if !gitexec.AtLeast(geometricVersion) {
-		t.Skip("git before " + geometricVersion + ": no preimport")
-	}
+	needPreimport(t)
 	ctx := context.Background()
-	s, wt := newStore(t)
-	for i := 0; i < 10; i++ {
-		mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/f%d.txt", i%3, i)), fmt.Sprintf("file %d\n", i))
-	}
-	if _, err := s.Create(ctx, CreateOptions{Reason: "start", Source: "test"}); err != nil {
-		t.Fatal(err)
-	}
+	s, wt := settledStore(t, tenFiles(t))
 	defer func(read func(string, []byte) []byte) { importRead = read }(importRead)
 	importRead = func(p string, data []byte) []byte {
 		if p == "d1/f4.txt" {
@@ -150,17 +140,9 @@ func nextSecond() {
 // them: a same-size rewrite in the same second, a removal, and nothing
 // changed once the second has passed.
 func TestPreimportRacyFilesByID(t *testing.T) {
-	if !gitexec.AtLeast(geometricVersion) {
-		t.Skip("git before " + geometricVersion + ": no preimport")
-	}
+	needPreimport(t)
 	ctx := context.Background()
-	s, wt := newStore(t)
-	for i := 0; i < 10; i++ {
-		mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/f%d.txt", i%3, i)), fmt.Sprintf("file %d\n", i))
-	}
-	if _, err := s.Create(ctx, CreateOptions{Reason: "start", Source: "test"}); err != nil {
-		t.Fatal(err)
-	}
+	s, wt := settledStore(t, tenFiles(t))
 	create := func(what string) (*Created, string) {
 		t.Helper()
 		var trace strings.Builder
@@ -217,18 +199,9 @@ func TestPreimportRacyFilesByID(t *testing.T) {
 // kernel's limit (ARG_MAX, 2 MB with the usual 8 MB stack) and the
 // checkpoint fails; it must hold them all.
 func TestPreimportRacyFilesLongPaths(t *testing.T) {
-	if !gitexec.AtLeast(geometricVersion) {
-		t.Skip("git before " + geometricVersion + ": no preimport")
-	}
+	needPreimport(t)
 	ctx := context.Background()
-	s, wt := newStore(t)
-	mustWrite(t, filepath.Join(wt, "start.txt"), "start\n")
-	for _, what := range []string{"start", "settled"} {
-		if _, err := s.Create(ctx, CreateOptions{Reason: what, Source: "test"}); err != nil {
-			t.Fatal(err)
-		}
-		nextSecond()
-	}
+	s, wt := settledStore(t, func(wt string) { mustWrite(t, filepath.Join(wt, "start.txt"), "start\n") })
 	// Four components of 240 bytes: paths of about 1,000 bytes.
 	deep := filepath.Join(wt, strings.Repeat("a", 240), strings.Repeat("b", 240), strings.Repeat("c", 240), strings.Repeat("d", 240))
 	if err := os.MkdirAll(deep, 0o755); err != nil {
@@ -325,18 +298,9 @@ func TestReadEarlyBoundsMemory(t *testing.T) {
 // that look like options are entered as they are, and the checkpoint holds
 // what a fresh store holds.
 func TestPreimportRacyOddNames(t *testing.T) {
-	if !gitexec.AtLeast(geometricVersion) {
-		t.Skip("git before " + geometricVersion + ": no preimport")
-	}
+	needPreimport(t)
 	ctx := context.Background()
-	s, wt := newStore(t)
-	mustWrite(t, filepath.Join(wt, "start.txt"), "start\n")
-	for _, what := range []string{"start", "settled"} {
-		if _, err := s.Create(ctx, CreateOptions{Reason: what, Source: "test"}); err != nil {
-			t.Fatal(err)
-		}
-		nextSecond()
-	}
+	s, wt := settledStore(t, func(wt string) { mustWrite(t, filepath.Join(wt, "start.txt"), "start\n") })
 	names := []string{"a,b", "100644,x,y", "-dash", "--stdin", "new\nline", "tab\there", `q"uote`, `back\slash`, "latin\xe9", "d,1/-e/f,g"}
 	for try := 0; try < 3; try++ {
 		nextSecond()
@@ -366,20 +330,13 @@ func TestPreimportRacyOddNames(t *testing.T) {
 // rewrite of such a file, its mtime set back, in the same second, is seen
 // by the next checkpoint, and so is every later state.
 func TestPreimportRacyKilledBeforeStatCache(t *testing.T) {
-	if !gitexec.AtLeast(geometricVersion) {
-		t.Skip("git before " + geometricVersion + ": no preimport")
-	}
+	needPreimport(t)
 	ctx := context.Background()
-	s, wt := newStore(t)
-	for i := 0; i < 5; i++ {
-		mustWrite(t, filepath.Join(wt, fmt.Sprintf("f%d.txt", i)), fmt.Sprint("file ", i))
-	}
-	for _, what := range []string{"start", "settled"} {
-		if _, err := s.Create(ctx, CreateOptions{Reason: what, Source: "test"}); err != nil {
-			t.Fatal(err)
+	s, wt := settledStore(t, func(wt string) {
+		for i := 0; i < 5; i++ {
+			mustWrite(t, filepath.Join(wt, fmt.Sprintf("f%d.txt", i)), fmt.Sprint("file ", i))
 		}
-		nextSecond()
-	}
+	})
 	create := func(what string) *Created {
 		t.Helper()
 		made, err := s.Create(ctx, CreateOptions{Reason: what, Source: "test"})
@@ -423,4 +380,37 @@ func TestPreimportRacyKilledBeforeStatCache(t *testing.T) {
 		return
 	}
 	t.Fatal("the racy file never went into the index by id")
+}
+
+// needPreimport skips a test of the import with a git that has none.
+func needPreimport(t *testing.T) {
+	t.Helper()
+	if !gitexec.AtLeast(geometricVersion) {
+		t.Skip("git before " + geometricVersion + ": no preimport")
+	}
+}
+
+// settledStore is a store of a work tree holding what write puts there,
+// with two checkpoints of it and the second of the last one past: its next
+// checkpoint imports a small change, and nothing in it is racy.
+func settledStore(t *testing.T, write func(wt string)) (*Store, string) {
+	t.Helper()
+	s, wt := newStore(t)
+	write(wt)
+	for _, what := range []string{"start", "settled"} {
+		if _, err := s.Create(context.Background(), CreateOptions{Reason: what, Source: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		nextSecond()
+	}
+	return s, wt
+}
+
+// tenFiles writes ten files in three directories.
+func tenFiles(t *testing.T) func(wt string) {
+	return func(wt string) {
+		for i := 0; i < 10; i++ {
+			mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/f%d.txt", i%3, i)), fmt.Sprintf("file %d\n", i))
+		}
+	}
 }
