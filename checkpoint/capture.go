@@ -217,6 +217,8 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	var inIndex []string // the index's paths, in order
 	var unchanged func(i int, k statKey) bool
 	var known func(i int) (statKey, bool)
+	var heldByID func(i int) bool // whether the index holds paths[i] by id (nil: none)
+	refresh := false
 	// A file diff-files could not look at (a directory without search
 	// permission: git says so on stderr, and leaves it out) is not known to
 	// be as the index holds it: then every file is looked at.
@@ -246,15 +248,23 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			}
 			return cached.keys[prior[i]-1]
 		}
-		// What git found differs from the index is looked at; the rest is
-		// as the index, and so the cache, holds it.
+		// A file the index holds by id is always looked at, and is as the
+		// index holds it when its stat data is what the cache holds. Of the
+		// others, what git found differs from the index is looked at; the
+		// rest is as the index, and so the cache, holds it. Past byIDMax
+		// files held by id, they are hashed again (refresh): else git's
+		// diff-files would name ever more of them.
+		heldByID = func(i int) bool { return prior[i] != 0 && cached.byID[prior[i]-1] }
 		for _, p := range splitNul(differ) {
-			if i, ok := slices.BinarySearch(paths, p); ok {
+			if i, ok := slices.BinarySearch(paths, p); ok && !heldByID(i) {
 				prior[i] = 0
 			}
 		}
-		known = func(i int) (statKey, bool) { return priorKey(i), prior[i] != 0 }
-		unchanged = func(i int, k statKey) bool { return k != statKey{} && priorKey(i) == k }
+		refresh = cached.held > byIDMax
+		known = func(i int) (statKey, bool) { return priorKey(i), prior[i] != 0 && !heldByID(i) }
+		unchanged = func(i int, k statKey) bool {
+			return k != statKey{} && priorKey(i) == k && !(refresh && heldByID(i))
+		}
 	} else {
 		inIndex = splitNul(indexed)
 		sort.Strings(inIndex)
@@ -272,7 +282,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	gitexec.TraceStep(fmt.Sprintf("listing (by %s; stat cache used: %v)", h.listedBy, cached != nil), start)
 	s.dirOK.Clear()
 	walk := time.Now()
-	keep, skipped, looked := s.classify(paths, maxSize, known, unchanged)
+	keep, skipped, looked := s.classify(paths, maxSize, known, unchanged, heldByID)
 	gitexec.TraceStep(fmt.Sprintf("stat walk of %d paths (%d not as the index holds them)", len(paths), looked), walk)
 	skipped = append(skipped, h.unreadable...)
 	c := &capture{skipped: skipped, files: len(keep), held: h}
@@ -302,14 +312,15 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			remove = append(remove, p)
 		}
 	}
-	if len(remove) > 0 {
-		if _, err := g.RunInput(ctx, nulJoin(remove), "update-index", "--force-remove", "-z", "--stdin"); err != nil {
-			return nil, err
+	takeOut := func(paths []string) error {
+		if len(paths) == 0 {
+			return nil
 		}
+		_, err := g.RunInput(ctx, nulJoin(paths), "update-index", "--force-remove", "-z", "--stdin")
+		return err
 	}
-	// hash has update-index hash the files to update into the index, but
-	// those in early, which go in by their blob ids alone (readEarly).
-	hash := func(infoOnly bool, early map[string]earlyBlob) error {
+	// hash has update-index hash the files to update into the index.
+	hash := func(infoOnly bool) error {
 		if len(update) == 0 {
 			return nil
 		}
@@ -317,30 +328,22 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		if infoOnly {
 			args = append(args, "--info-only") // hash, write no object
 		}
-		paths := update
-		if len(early) > 0 {
-			paths = make([]string, 0, len(update)-len(early))
-			for _, p := range update { // in order
-				if e, ok := early[p]; ok {
-					args = append(args, "--cacheinfo", e.mode+","+e.id+","+p)
-				} else {
-					paths = append(paths, p)
-				}
-			}
-		}
-		input := s.countPaths("hashing files", nulJoin(paths), len(paths), new(atomic.Int64))
+		input := s.countPaths("hashing files", nulJoin(update), len(update), new(atomic.Int64))
 		_, err := g.RunInput(ctx, input, append(args, "-z", "--stdin")...)
 		return err
 	}
-	// A small change: preimport writes its objects while update-index,
-	// beside it, only hashes the files into the index. write-tree then
-	// finds every object it names, or fails on the blob of a file changed
-	// between the two reads: then the files are hashed again, and written.
-	//
-	// Files changed in the second the capture began go into the index by
-	// the blob ids of what the import read (early), with no stat data.
-	infoOnly := false
-	var early map[string]earlyBlob
+	// A small change: preimport writes its objects in one pack. The changed
+	// files are read first (readHeld), and go into the index by the blob
+	// ids of what the import writes (enterByID), beside it: the import's
+	// tree is then the index's, and when the index held the import's base,
+	// no write-tree has to work it out. A file that cannot be held makes
+	// update-index hash them all instead, beside the import, and write-tree
+	// then finds every object it names, or fails on the blob of a file
+	// changed between the two reads: then the files are hashed again, and
+	// written.
+	imported := false
+	var held map[string]heldBlob // the changed files entered by id
+	var importTree string        // the import's tree, when it is the index's
 	if cached != nil && preimportFits(cached.base, len(update), len(remove)) {
 		var changed []verdict
 		for _, v := range keep {
@@ -348,86 +351,118 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 				changed = append(changed, v)
 			}
 		}
-		early = s.readEarly(changed, start.Truncate(time.Second), cached.base)
-		if err := parallel(
-			func() error { infoOnly = s.preimport(ctx, cached.base, changed, remove, early); return nil },
-			func() error { return hash(true, early) },
-		); err != nil {
+		if !refresh {
+			held = s.readHeld(changed, cached.base)
+		}
+		var tree string
+		importing := func() error { imported, tree = s.preimport(ctx, cached.base, changed, remove, held); return nil }
+		var err error
+		if held != nil {
+			err = parallel(importing, func() error { return s.enterByID(ctx, remove, changed, held, cached.base) })
+		} else if err = takeOut(remove); err == nil {
+			err = parallel(importing, func() error { return hash(true) })
+		}
+		if err != nil {
 			return nil, err
 		}
 		defer s.consolidatePacks(ctx)
-		if !infoOnly {
-			early = nil // hashed again, every file: the import's blobs may be missing
-			if err := hash(false, nil); err != nil {
+		switch {
+		case !imported:
+			held = nil // hashed again, every file: the import's blobs may be missing
+			if err := hash(false); err != nil {
 				return nil, err
 			}
+		case held != nil && cached.tree == cached.base:
+			importTree = tree
 		}
 	} else {
+		if err := takeOut(remove); err != nil {
+			return nil, err
+		}
 		s.prewrite(ctx, fresh)
-		if err := hash(false, nil); err != nil {
+		if err := hash(false); err != nil {
 			return nil, err
 		}
 	}
 	// git compares whole-second times here: a file rewritten at the same size
 	// in the second it was hashed (its mtime even set back) would look
 	// unchanged to every later checkpoint. Entries of files whose status
-	// changed since the second this capture began leave the index (or went
-	// in with no stat data: early), so the next capture hashes them again.
+	// changed since the second this capture began leave the index (or have
+	// no stat data there: byID), so the next capture hashes them again.
 	// The stat cache then holds every path the index holds (those kept, less
-	// the racy ones, with the early ones as the index has them), with what
-	// the walk saw of it before any was hashed. Both are worked out beside
-	// write-tree.
+	// the racy ones taken out, with the racy ones held by id as the index
+	// has them), with what the walk saw of it before any was read. Both are
+	// worked out beside write-tree.
 	recheck := time.Now()
 	var racy []string
 	var entries *statEntries
 	prepare := func() {
+		for i := range keep {
+			if !keep[i].unchanged {
+				_, keep[i].byID = held[keep[i].path]
+			}
+		}
 		racy = s.racyFiles(keep, update, start.Truncate(time.Second))
-		entries = newStatEntries(keep, racy, early)
+		entries = newStatEntries(keep, racy)
 	}
-	if cached != nil && len(update) == 0 && len(remove) == 0 && s.hasObject(cached.tree) {
+	writeTree := func() error {
+		out, err := g.Run(ctx, "write-tree")
+		c.tree = strings.TrimSpace(string(out))
+		return err
+	}
+	switch {
+	case cached != nil && len(update) == 0 && len(remove) == 0 && s.hasObject(cached.tree):
 		// The index is the one the stat cache describes, unchanged: so is
 		// its tree. (Only while the tree is still there: a git gc of the
 		// procedure's may have deleted it and the blobs only the index
 		// named, which write-tree finds and the capture then rebuilds.)
 		c.tree = cached.tree
 		prepare()
-	} else {
-		var out []byte
-		err := parallel(
-			func() (err error) { out, err = g.Run(ctx, "write-tree"); return err },
-			func() error { prepare(); entries.encode(); return nil },
-		)
-		if err != nil && infoOnly {
+	case importTree != "":
+		// The index held the import's base, and took the same changes.
+		c.tree = importTree
+		prepare()
+		if checkImportTree {
+			if err := writeTree(); err != nil || c.tree != importTree {
+				return nil, fmt.Errorf("the import's tree %s is not the index's %s (%v)", importTree, c.tree, err)
+			}
+		}
+	default:
+		err := parallel(writeTree, func() error { prepare(); entries.encode(); return nil })
+		if err != nil && imported {
 			s.warnTrace("write-tree after the import: %v", err)
-			early = nil
-			if err = hash(false, nil); err == nil {
-				out, err = g.Run(ctx, "write-tree")
+			held = nil
+			if err = hash(false); err == nil {
+				err = writeTree()
 				prepare() // the files were hashed again: looked at again
 			}
 		}
 		if err != nil {
 			return nil, err
 		}
-		c.tree = strings.TrimSpace(string(out))
 	}
-	// Those in early are in the index with no stat data already: as good
+	// Those held by id are in the index with no stat data already: as good
 	// as out of it.
 	var leave []string
-	for _, p := range racy {
-		if _, ok := early[p]; !ok {
-			leave = append(leave, p)
+	if len(racy) > 0 {
+		isRacy := make(map[string]bool, len(racy))
+		for _, p := range racy {
+			isRacy[p] = true
+		}
+		for _, v := range keep {
+			if !v.byID && isRacy[v.path] {
+				leave = append(leave, v.path)
+			}
 		}
 	}
-	if len(leave) > 0 {
-		if _, err := g.RunInput(ctx, nulJoin(leave), "update-index", "--force-remove", "-z", "--stdin"); err != nil {
-			return nil, err
-		}
+	if err := takeOut(leave); err != nil {
+		return nil, err
 	}
 	// The stat cache is left alone when nothing changed and the index is as
 	// it was.
 	tree := c.tree
-	if len(racy) > 0 {
-		tree = "" // the index no longer holds the racy files: its tree is not c.tree
+	if len(leave) > 0 {
+		tree = "" // the index no longer holds those files: its tree is not c.tree
 	}
 	now, err := indexStamp(s.indexFile())
 	switch {
@@ -439,7 +474,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		// it.
 		s.cacheWrites.Go(func() { s.writeStatCache(entries, now, tree, c.tree) })
 	}
-	gitexec.TraceStep(fmt.Sprintf("recent changes re-checked (%d left the index)", len(racy)), recheck)
+	gitexec.TraceStep(fmt.Sprintf("recent changes re-checked (%d racy, %d left the index)", len(racy), len(leave)), recheck)
 	scan := time.Now()
 	unread, err := s.buildMeta(ctx, c, h, keep, listing, trusted, dirsSince)
 	if err != nil {
@@ -597,14 +632,19 @@ func (s *Store) prewrite(ctx context.Context, files []verdict) {
 	parallel(jobs...)
 }
 
+// checkImportTree has a capture that takes the import's tree as the index's
+// check it with write-tree (the package's tests set it).
+var checkImportTree = false
+
 // classify sorts out the paths to keep (existing regular files and symlinks
 // under the limit and readable) and the skipped ones to report; the rest (gone,
 // or not files) are left out. Stat calls run in parallel:
 // this is the one walk a checkpoint costs.
 // known(i) gives the stat data of paths[i] when git found it as the index
 // holds it (then it is not looked at again); unchanged(i, k) says whether
-// the index holds paths[i] as it is, given its stat data k.
-func (s *Store) classify(paths []string, maxSize int64, known func(int) (statKey, bool), unchanged func(int, statKey) bool) (keep []verdict, skipped []Skipped, looked int) {
+// the index holds paths[i] as it is, given its stat data k; heldByID(i),
+// when not nil, whether the index holds it by id.
+func (s *Store) classify(paths []string, maxSize int64, known func(int) (statKey, bool), unchanged func(int, statKey) bool, heldByID func(int) bool) (keep []verdict, skipped []Skipped, looked int) {
 	verdicts := make([]verdict, len(paths))
 	// Files git found as the index holds them are judged from their stat
 	// data then; the rest are looked at, side by side.
@@ -658,6 +698,7 @@ func (s *Store) classify(paths []string, maxSize int64, known func(int) (statKey
 		switch {
 		case v.keep:
 			v.path = paths[i]
+			v.byID = v.unchanged && heldByID != nil && heldByID(i)
 			keep = append(keep, v)
 		case v.skip != nil:
 			skipped = append(skipped, *v.skip)
@@ -698,6 +739,7 @@ type verdict struct {
 	keep      bool
 	regular   bool // a regular file (else a symlink), when kept
 	unchanged bool // the store's index holds it as it is: not hashed again
+	byID      bool // the store's index holds it by its blob id, with no stat data
 }
 
 func (v *verdict) perm() os.FileMode { return os.FileMode(v.key.mode) & os.ModePerm }

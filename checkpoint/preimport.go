@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rewind-cli/rewind/gitexec"
@@ -34,24 +35,30 @@ const importRef = "refs/rewind/import"
 // where each would otherwise be a file of its own (a create, a write and a
 // rename each: on many file systems most of a small checkpoint's cost).
 //
-// It is only a head start, like prewrite: write-tree still decides the tree,
-// and finds whatever is missing (a file changed again meanwhile, a base that
-// is not the index's tree), so a failure here is only reported: false.
-func (s *Store) preimport(ctx context.Context, base string, update []verdict, remove []string, early map[string]earlyBlob) bool {
+// The files in held (readHeld) go in as read then; the others are read
+// now. It reports whether the import went through, and its root tree (""
+// when fast-import did not name it). A failure is only reported: the
+// capture then hashes the files itself.
+func (s *Store) preimport(ctx context.Context, base string, update []verdict, remove []string, held map[string]heldBlob) (ok bool, tree string) {
 	defer gitexec.TraceStep(fmt.Sprintf("%d changes written as one pack", len(update)+len(remove)), time.Now())
 	pr, pw := io.Pipe()
 	go func() {
-		pw.CloseWithError(s.writeImport(pw, base, update, remove, early))
+		pw.CloseWithError(s.writeImport(pw, base, update, remove, held))
 	}()
 	g := s.git()
 	// fastimport.unpackLimit: a pack however few its objects (git would
 	// otherwise write fewer than 100 loose)
-	if _, err := g.RunInput(ctx, pr, "-c", "fastimport.unpackLimit=0", "fast-import", "--quiet", "--done", "--force"); err != nil {
+	out, err := g.RunInput(ctx, pr, "-c", "fastimport.unpackLimit=0", "fast-import", "--quiet", "--done", "--force")
+	if err != nil {
 		pr.CloseWithError(err)
 		s.warnTrace("fast-import: %v", err)
-		return false
+		return false, ""
 	}
-	return true
+	// ls's answer: "040000 tree <id>\t"
+	if f := strings.Fields(string(out)); len(f) == 3 && f[0] == "040000" && f[1] == "tree" && len(f[2]) == len(base) {
+		tree = f[2]
+	}
+	return true, tree
 }
 
 // preimportFits reports whether preimport takes a change: a few files on the
@@ -61,8 +68,9 @@ func preimportFits(base string, update, remove int) bool {
 }
 
 // writeImport writes the fast-import stream: one commit of base with the
-// removals, then the files, each read now (those in early were read before).
-func (s *Store) writeImport(w io.Writer, base string, update []verdict, remove []string, early map[string]earlyBlob) error {
+// removals, then the files (those not in held read now), then an ls of the
+// root, whose answer names the commit's tree.
+func (s *Store) writeImport(w io.Writer, base string, update []verdict, remove []string, held map[string]heldBlob) error {
 	var head bytes.Buffer
 	fmt.Fprintf(&head, "commit %s\ncommitter %s <%s> 0 +0000\ndata 0\nM 040000 %s \"\"\n", importRef, "rewind", gitexec.IdentityEmail, base)
 	for _, p := range remove {
@@ -72,101 +80,116 @@ func (s *Store) writeImport(w io.Writer, base string, update []verdict, remove [
 		return err
 	}
 	for _, v := range update {
-		full := filepath.Join(s.WorkTree, v.path)
-		var data []byte
-		var err error
-		mode := "100644"
-		switch e, ok := early[v.path]; {
-		case ok:
-			mode, data = e.mode, e.data
-		case !v.regular:
-			mode = "120000"
-			var target string
-			target, err = os.Readlink(full)
-			data = []byte(target)
-		default:
-			if v.key.mode&unix.S_IXUSR != 0 {
-				mode = "100755"
+		b, ok := held[v.path]
+		if !ok {
+			var err error
+			if b, err = s.readBlob(v, base, readNoFollow); err != nil {
+				continue // gone or changed: write-tree decides
 			}
-			data, err = readNoFollow(full)
+			b.data = importRead(v.path, b.data)
 		}
-		if err != nil {
-			continue // gone or changed: write-tree decides
-		}
-		if _, ok := early[v.path]; !ok {
-			data = importRead(v.path, data)
-		}
-		if _, err := fmt.Fprintf(w, "M %s inline %s\ndata %d\n", mode, quoteImportPath(v.path), len(data)); err != nil {
+		if _, err := fmt.Fprintf(w, "M %s inline %s\ndata %d\n", b.mode, quoteImportPath(v.path), len(b.data)); err != nil {
 			return err
 		}
-		if _, err := w.Write(append(data, '\n')); err != nil {
+		if _, err := w.Write(append(b.data, '\n')); err != nil {
 			return err
 		}
 	}
-	_, err := io.WriteString(w, "done\n")
+	_, err := io.WriteString(w, "ls \"\"\ndone\n")
 	return err
 }
 
-// earlyBlob is a file changed in the second a capture began, read before the
-// import: what it held, as the import takes it, and its blob id and mode.
-type earlyBlob struct {
+// heldBlob is a changed file as the capture read it: its content, its mode
+// in a tree, and (from readHeld) its blob id.
+type heldBlob struct {
 	data     []byte
 	id, mode string
 }
 
-// readEarly reads the regular files among update changed at or after since
-// (the second the capture began), which are racy (see racyFiles), and works
-// out their blob ids (sha256 for a store of that object format, whose ids
-// are 64 digits long, like base). The capture enters them into the index by
-// those ids with no stat data, where others are hashed by update-index: git
-// then takes them as changed at the next capture, as it would a path the
-// index lacks, and no update-index has to take them out again. A file it
-// cannot read is left to the usual way, and so are those past
-// earlyArgsMax bytes of arguments or earlyBytesMax bytes of content.
-func (s *Store) readEarly(update []verdict, since time.Time, base string) map[string]earlyBlob {
-	early := map[string]earlyBlob{}
-	args := 0
-	var held int64 // bytes read
-	for _, v := range update {
-		if !v.regular || v.changed().Before(since) {
-			continue
-		}
-		// "--cacheinfo", "<mode>,<id>,<path>", and their pointers
-		arg := len(v.path) + len(base) + 40
-		if args+arg > earlyArgsMax {
-			break
-		}
-		if held+v.size() > earlyBytesMax {
-			continue // held to the import's turn: left to it, streamed
-		}
-		data, err := readRegularNoFollow(filepath.Join(s.WorkTree, v.path))
-		if err != nil || held+int64(len(data)) > earlyBytesMax {
-			continue
-		}
-		held += int64(len(data))
-		args += arg
-		data = importRead(v.path, data)
-		mode := "100644"
-		if v.key.mode&unix.S_IXUSR != 0 {
-			mode = "100755"
-		}
-		early[v.path] = earlyBlob{data: data, id: blobID(data, len(base) == 64), mode: mode}
+// readBlob reads the file of v (a regular file through read, or a
+// symlink's target) with its mode in a tree.
+func (s *Store) readBlob(v verdict, base string, read func(string) ([]byte, error)) (heldBlob, error) {
+	full := filepath.Join(s.WorkTree, v.path)
+	if !v.regular {
+		target, err := os.Readlink(full)
+		return heldBlob{data: []byte(target), mode: "120000"}, err
 	}
-	return early
+	b := heldBlob{mode: "100644"}
+	if v.key.mode&unix.S_IXUSR != 0 {
+		b.mode = "100755"
+	}
+	var err error
+	b.data, err = read(full)
+	return b, err
 }
 
-// earlyArgsMax bounds the bytes of the --cacheinfo arguments of the racy
-// files: their command line must stay within the kernel's limit (ARG_MAX,
-// with the environment), which is 128 KB on Linux with a small stack limit,
-// and 2 MB with the usual 8 MB stack, where up to preimportMax long paths
-// would pass it.
-const earlyArgsMax = 64 << 10
+// readHeld reads every changed file before the import, and works out its
+// blob id (sha256 for a store of that object format, whose ids are 64
+// digits long, like base). The capture then enters them all into the index
+// by those ids (enterByID) while the import writes the same bytes: no file
+// is read twice, and the import's tree is the index's. It returns nil, and
+// the files are hashed by update-index instead, when any cannot be held: one
+// gone or no longer what the walk saw (a regular file that is now something
+// else, or larger than the walk saw it: the files held are bounded by
+// heldBytesMax in all).
+func (s *Store) readHeld(update []verdict, base string) map[string]heldBlob {
+	var total int64
+	for _, v := range update {
+		total += v.size()
+	}
+	if total > heldBytesMax {
+		return nil
+	}
+	blobs := make([]heldBlob, len(update))
+	var failed atomic.Bool
+	forEach(len(update), func(i int) {
+		b, err := s.readBlob(update[i], base, func(full string) ([]byte, error) {
+			return readRegularNoFollow(full, update[i].size())
+		})
+		if err != nil {
+			failed.Store(true)
+			return
+		}
+		b.id = blobID(b.data, len(base) == 64)
+		blobs[i] = b
+	})
+	if failed.Load() {
+		return nil
+	}
+	held := make(map[string]heldBlob, len(update))
+	for i, v := range update {
+		held[v.path] = blobs[i]
+	}
+	return held
+}
 
-// earlyBytesMax bounds the content of the racy files read before the
-// import, all held until it has written them (the import streams the other
-// files one at a time): up to preimportMax files of up to
-// DefaultMaxFileSize each may have changed in the capture's second.
-const earlyBytesMax = 32 << 20
+// byIDMax is the number of files the index may hold by id (enterByID)
+// past which a capture hashes them again, so that they get git's stat data.
+var byIDMax = preimportMax
+
+// heldBytesMax bounds the content of the changed files read before the
+// import, all held until it has written them (the files of a larger change
+// are streamed to it one at a time): up to preimportMax files of up to
+// DefaultMaxFileSize each may have changed.
+var heldBytesMax int64 = 32 << 20
+
+// enterByID enters the changed files into the index by the blob ids of what
+// readHeld read, and takes the removed paths out, in one update-index. No
+// entry gets stat data from git (byID): the stat cache holds what the walk
+// saw of each file, and a capture looks at them all.
+func (s *Store) enterByID(ctx context.Context, remove []string, update []verdict, held map[string]heldBlob, base string) error {
+	var in bytes.Buffer
+	zero := strings.Repeat("0", len(base))
+	for _, p := range remove {
+		fmt.Fprintf(&in, "0 %s\t%s\x00", zero, p)
+	}
+	for _, v := range update {
+		b := held[v.path]
+		fmt.Fprintf(&in, "%s %s\t%s\x00", b.mode, b.id, v.path)
+	}
+	_, err := s.git().RunInput(ctx, &in, "update-index", "--add", "--replace", "-z", "--index-info")
+	return err
+}
 
 // blobID is git's id of a blob holding data.
 func blobID(data []byte, sha256Format bool) string {
@@ -179,8 +202,9 @@ func blobID(data []byte, sha256Format bool) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// importRead is what the import takes of a file it read. (A test gives a
-// file other content, as if it changed between the import and the hash.)
+// importRead is what the import takes of a file it reads itself. (A test
+// gives a file other content, as if it changed between the import and the
+// hash.)
 var importRead = func(_ string, data []byte) []byte { return data }
 
 // geometricVersion is the first git with repack --geometric, which
@@ -207,10 +231,10 @@ func (s *Store) consolidatePacks(ctx context.Context) {
 }
 
 // readRegularNoFollow is readNoFollow of a file that must still be a
-// regular one: its content goes into the index by id, where nothing would
-// see that a FIFO (which reads as empty, opened without blocking) or a
-// device was put in its place since it was looked at.
-func readRegularNoFollow(full string) ([]byte, error) {
+// regular one, of at most max bytes: its content goes into the index by id,
+// where nothing would see that a FIFO (which reads as empty, opened without
+// blocking) or a device was put in its place since it was looked at.
+func readRegularNoFollow(full string, max int64) ([]byte, error) {
 	f, err := os.OpenFile(full, os.O_RDONLY|syscallNoFollow, 0)
 	if err != nil {
 		return nil, err
@@ -221,7 +245,11 @@ func readRegularNoFollow(full string) ([]byte, error) {
 	} else if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file (%s)", full, fi.Mode().Type())
 	}
-	return io.ReadAll(f)
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(data)) > max {
+		err = fmt.Errorf("%s: larger than when looked at", full)
+	}
+	return data, err
 }
 
 // readNoFollow reads a regular file, never through a symlink put in its

@@ -13,6 +13,10 @@ import (
 	"github.com/rewind-cli/rewind/gitexec"
 )
 
+// Every capture of the package's tests that takes the import's tree as the
+// index's checks it with write-tree.
+func init() { checkImportTree = true }
+
 // TestPreimportWritesOnePack checks that a checkpoint of a few changed files
 // writes their blobs and trees as one pack (no loose object but its commit),
 // that the packs one per checkpoint are merged past packsMax, and that every
@@ -85,14 +89,18 @@ func TestPreimportWritesOnePack(t *testing.T) {
 	}
 }
 
-// TestPreimportFileChangedMeanwhile: a file whose content changed between
-// the import's read and update-index's hash (which then writes no object)
-// leaves write-tree a blob it cannot find; the capture hashes the files
-// again, writing them, and the checkpoint holds what the file holds.
+// TestPreimportFileChangedMeanwhile: when the changed files cannot all be
+// held (here none can), update-index hashes them beside the import. A file
+// whose content changed between the import's read and update-index's hash
+// (which then writes no object) leaves write-tree a blob it cannot find;
+// the capture hashes the files again, writing them, and the checkpoint
+// holds what the file holds.
 func TestPreimportFileChangedMeanwhile(t *testing.T) {
 	needPreimport(t)
 	ctx := context.Background()
 	s, wt := settledStore(t, tenFiles(t))
+	defer func(n int64) { heldBytesMax = n }(heldBytesMax)
+	heldBytesMax = 0
 	defer func(read func(string, []byte) []byte) { importRead = read }(importRead)
 	importRead = func(p string, data []byte) []byte {
 		if p == "d1/f4.txt" {
@@ -103,9 +111,6 @@ func TestPreimportFileChangedMeanwhile(t *testing.T) {
 	time.Sleep(10 * time.Millisecond)
 	mustWrite(t, filepath.Join(wt, "d1/f4.txt"), "changed\n")
 	mustWrite(t, filepath.Join(wt, "d2/f5.txt"), "changed too\n")
-	// Changed before the second the capture begins: hashed by update-index
-	// (files changed in it are entered by the import's blob ids: see
-	// TestPreimportRacyFilesByID).
 	nextSecond()
 	var trace strings.Builder
 	gitexec.Trace = &trace
@@ -128,17 +133,21 @@ func TestPreimportFileChangedMeanwhile(t *testing.T) {
 	}
 }
 
-// nextSecond sleeps into the next second of the clock.
-func nextSecond() {
+// nextSecond sleeps into the next second of the clock, and returns it.
+func nextSecond() time.Time {
 	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 10*time.Millisecond)))
+	return time.Now().Truncate(time.Second)
 }
+
+// stillIn reports whether the clock is still in second sec.
+func stillIn(sec time.Time) bool { return time.Now().Truncate(time.Second).Equal(sec) }
 
 // TestPreimportRacyFilesByID: files changed in the second a capture begins
 // go into the index by the blob ids of what the import read, with no stat
 // data, and no update-index takes them out again; the checkpoint holds what
-// they hold, and every later capture sees them changed until one hashes
-// them: a same-size rewrite in the same second, a removal, and nothing
-// changed once the second has passed.
+// they hold, and every later capture sees them changed until one reads
+// them after that second: a same-size rewrite in the same second, a
+// removal, and nothing changed once the second has passed.
 func TestPreimportRacyFilesByID(t *testing.T) {
 	needPreimport(t)
 	ctx := context.Background()
@@ -159,20 +168,20 @@ func TestPreimportRacyFilesByID(t *testing.T) {
 	}
 	// Retried until the writes and the capture fall in one second.
 	for try := 0; ; try++ {
-		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 20*time.Millisecond)))
+		sec := nextSecond()
 		mustWrite(t, filepath.Join(wt, "d1/f4.txt"), fmt.Sprintf("changed %d\n", try))
 		mustWrite(t, filepath.Join(wt, "d2/new.txt"), "new\n")
 		os.Chmod(filepath.Join(wt, "d0/f3.txt"), 0o755)
 		mustWrite(t, filepath.Join(wt, "d0/f3.txt"), fmt.Sprintf("exec %d\n", try))
 		_, trace := create(fmt.Sprint("racy ", try))
-		if strings.Count(trace, "--cacheinfo") == 3 {
-			if strings.Contains(trace, "--force-remove") {
-				t.Fatalf("the racy files were taken out of the index by another update-index:\n%s", trace)
-			}
+		if !strings.Contains(trace, "--index-info") || strings.Contains(trace, "--force-remove") {
+			t.Fatalf("the racy files did not go in by their ids alone:\n%s", trace)
+		}
+		if stillIn(sec) {
 			break
 		}
 		if try == 5 {
-			t.Fatalf("the racy files did not go in by their ids:\n%s", trace)
+			t.Fatal("the capture never fell in the second of the writes")
 		}
 	}
 	// In the same second: a same-size rewrite with the mtime set back, and
@@ -188,16 +197,16 @@ func TestPreimportRacyFilesByID(t *testing.T) {
 	nextSecond()
 	create("settled")
 	made, trace := create("nothing changed")
-	if made.Unchanged == nil || !strings.Contains(trace, "(0 not as the index holds them)") {
-		t.Fatalf("after the second passed, a capture still looked at files:\n%s", trace)
+	if made.Unchanged == nil || strings.Contains(trace, "update-index") || strings.Contains(trace, "fast-import") {
+		t.Fatalf("after the second passed, a capture still read files again:\n%s", trace)
 	}
 }
 
 // TestPreimportRacyFilesLongPaths: nearly as many racy files as preimport
 // takes (preimportMax), with long paths, changed in the second a capture
-// begins. Entered by --cacheinfo arguments, their command line passes the
-// kernel's limit (ARG_MAX, 2 MB with the usual 8 MB stack) and the
-// checkpoint fails; it must hold them all.
+// begins. Entered by id on a command line, they would pass the kernel's
+// limit (ARG_MAX, 2 MB with the usual 8 MB stack) and the checkpoint would
+// fail; it must hold them all.
 func TestPreimportRacyFilesLongPaths(t *testing.T) {
 	needPreimport(t)
 	ctx := context.Background()
@@ -231,18 +240,106 @@ func TestPreimportRacyFilesLongPaths(t *testing.T) {
 		if want := freshTree(t, wt); made.Checkpoint.Tree != want {
 			t.Fatalf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
 		}
-		if strings.Count(trace.String(), "--cacheinfo") > 0 || try == 3 {
+		if strings.Contains(trace.String(), "--index-info") || try == 3 {
 			return
 		}
 	}
 }
 
-// TestReadEarlyFileBecameFIFO: a file the stat walk saw regular and that is
-// a FIFO when the racy files are read (replaced meanwhile) must not go into
-// the checkpoint as an empty file by its id: it is left to update-index,
-// which refuses it, as it always did. (Opened without blocking, a FIFO
-// with no writer reads as empty.)
-func TestReadEarlyFileBecameFIFO(t *testing.T) {
+// TestByIDCaptures: a small change goes into the index by id, and the
+// import's tree is the checkpoint's with no write-tree; a later capture looks
+// at the files held by id (git's diff-files names them all) and sees a
+// same-size rewrite with the mtime set back; past byIDMax of them, a
+// capture hashes them again, after which none is held by id.
+func TestByIDCaptures(t *testing.T) {
+	needPreimport(t)
+	ctx := context.Background()
+	s, wt := settledStore(t, tenFiles(t))
+	defer func(n int, check bool) { byIDMax, checkImportTree = n, check }(byIDMax, checkImportTree)
+	byIDMax = 4
+	create := func(what string) string {
+		t.Helper()
+		var trace strings.Builder
+		gitexec.Trace = &trace
+		made, err := s.Create(ctx, CreateOptions{Reason: what, Source: "test"})
+		gitexec.Trace = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.cacheWrites.Wait()
+		if want := freshTree(t, wt); made.Checkpoint.Tree != want {
+			t.Fatalf("%s: tree %s, a fresh store's %s", what, made.Checkpoint.Tree, want)
+		}
+		return trace.String()
+	}
+	held := func() int {
+		c := s.readStatCache()
+		if c == nil {
+			t.Fatal("no stat cache describes the index")
+		}
+		return c.held
+	}
+	// The ten files went in by id after their second had passed
+	// (settledStore): past byIDMax, they are hashed again.
+	if n := held(); n != 10 {
+		t.Fatalf("%d files held by id, want 10", n)
+	}
+	if trace := create("refresh"); !hashed(trace) || held() != 0 {
+		t.Fatalf("want the files held by id hashed again:\n%s", trace)
+	}
+	checkImportTree = false
+	mustWrite(t, filepath.Join(wt, "d1/f4.txt"), "changed\n")
+	if err := os.Symlink("d0/f0.txt", filepath.Join(wt, "link")); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(wt, "d2/f2.txt"))
+	nextSecond()
+	trace := create("by id")
+	if !strings.Contains(trace, "--index-info") || strings.Contains(trace, "write-tree") || hashed(trace) {
+		t.Fatalf("want the change entered by id, and no write-tree:\n%s", trace)
+	}
+	if n := held(); n != 2 {
+		t.Fatalf("%d files held by id, want 2", n)
+	}
+	checkImportTree = true
+	if trace := create("nothing changed"); !strings.Contains(trace, "(2 not as the index holds them)") || strings.Contains(trace, "update-index") {
+		t.Fatalf("want the two files held by id looked at, and nothing entered:\n%s", trace)
+	}
+	p := filepath.Join(wt, "d1/f4.txt")
+	fi, _ := os.Stat(p)
+	os.WriteFile(p, []byte("CHANGED\n"), 0o644)
+	os.Chtimes(p, fi.ModTime(), fi.ModTime())
+	nextSecond()
+	create("same size, mtime set back")
+	for i := 5; i < 8; i++ {
+		mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/f%d.txt", i%3, i)), "changed\n")
+	}
+	nextSecond()
+	create("five held by id")
+	if n := held(); n != 5 {
+		t.Fatalf("%d files held by id, want 5", n)
+	}
+	mustWrite(t, filepath.Join(wt, "d0/f9.txt"), "changed\n")
+	nextSecond()
+	if trace := create("refresh again"); strings.Contains(trace, "--index-info") || !hashed(trace) {
+		t.Fatalf("want the files held by id hashed again:\n%s", trace)
+	}
+	if n := held(); n != 0 {
+		t.Fatalf("%d files still held by id after the refresh", n)
+	}
+}
+
+// hashed reports whether a capture's trace shows update-index hashing files.
+func hashed(trace string) bool {
+	return strings.Contains(trace, "--replace -z --stdin") || strings.Contains(trace, "--info-only -z --stdin")
+}
+
+// TestReadHeldFileBecameFIFO: a file the stat walk saw regular and that is
+// a FIFO when the changed files are read (replaced meanwhile) must not go
+// into the checkpoint as an empty file by its id: it is left to
+// update-index, which refuses it, as it always did. (Opened without
+// blocking, a FIFO with no writer reads as empty.)
+func TestReadHeldFileBecameFIFO(t *testing.T) {
 	s, wt := newStore(t)
 	p := filepath.Join(wt, "was-a-file")
 	if err := syscall.Mkfifo(p, 0o644); err != nil {
@@ -250,11 +347,11 @@ func TestReadEarlyFileBecameFIFO(t *testing.T) {
 	}
 	now := uint64(time.Now().UnixNano())
 	v := verdict{path: "was-a-file", keep: true, regular: true, key: statKey{mode: syscall.S_IFREG | 0o644, mtime: now, ctime: now}}
-	done := make(chan map[string]earlyBlob, 1)
-	go func() { done <- s.readEarly([]verdict{v}, time.Now().Add(-time.Second), strings.Repeat("0", 40)) }()
+	done := make(chan map[string]heldBlob, 1)
+	go func() { done <- s.readHeld([]verdict{v}, strings.Repeat("0", 40)) }()
 	select {
-	case early := <-done:
-		if e, ok := early["was-a-file"]; ok {
+	case held := <-done:
+		if e, ok := held["was-a-file"]; ok {
 			t.Fatalf("a FIFO read as a file of %d bytes, blob %s", len(e.data), e.id)
 		}
 	case <-time.After(5 * time.Second):
@@ -262,13 +359,14 @@ func TestReadEarlyFileBecameFIFO(t *testing.T) {
 	}
 }
 
-// TestReadEarlyBoundsMemory: the racy files are read whole before the
-// import and held until it has written them, where the import reads one
-// file at a time. Many large files changed in the capture's second (a
-// build's output just before a hook's checkpoint: up to preimportMax files
-// of up to DefaultMaxFileSize each) must not all be held at once: past a
-// few tens of megabytes they are left to the import and update-index.
-func TestReadEarlyBoundsMemory(t *testing.T) {
+// TestReadHeldBoundsMemory: the changed files are read whole before the
+// import and held until it has written them, where the import otherwise
+// reads one file at a time. Many large files changed (a build's output
+// just before a hook's checkpoint: up to preimportMax files of up to
+// DefaultMaxFileSize each) must not all be held at once: past a few tens
+// of megabytes none is held, and update-index hashes them. Nor may a file
+// that grew since the walk saw it small make the bound a lie.
+func TestReadHeldBoundsMemory(t *testing.T) {
 	s, wt := newStore(t)
 	chunk := strings.Repeat("0123456789abcdef", 1<<20) // 16 MB
 	var update []verdict
@@ -282,21 +380,25 @@ func TestReadEarlyBoundsMemory(t *testing.T) {
 		now := uint64(fi.ModTime().UnixNano())
 		update = append(update, verdict{path: name, keep: true, regular: true, key: statKey{mode: syscall.S_IFREG | 0o644, size: uint64(fi.Size()), mtime: now, ctime: now}})
 	}
-	early := s.readEarly(update, time.Now().Add(-time.Minute), strings.Repeat("0", 40))
-	held := 0
-	for _, e := range early {
-		held += len(e.data)
+	if held := s.readHeld(update, strings.Repeat("0", 40)); held != nil {
+		t.Fatalf("%d files of 16 MB held at once", len(held))
 	}
-	if held > 32<<20 {
-		t.Fatalf("%d racy files of 16 MB: %d MB held at once", len(early), held>>20)
+	grown := update[0]
+	grown.key.size = 10 // as the walk saw it
+	if held := s.readHeld([]verdict{grown}, strings.Repeat("0", 40)); held != nil {
+		t.Fatalf("a file of 16 MB, 10 bytes when looked at, held: %d bytes", len(held[grown.path].data))
+	}
+	small := update[1]
+	if held := s.readHeld([]verdict{small}, strings.Repeat("0", 40)); len(held[small.path].data) != len(chunk) {
+		t.Fatalf("one file of 16 MB not held whole: %d bytes", len(held[small.path].data))
 	}
 }
 
-// TestPreimportRacyOddNames: racy files go into the index by
-// "--cacheinfo <mode>,<id>,<path>" arguments; names with commas, a leading
-// dash, a newline, a tab, quotes, a backslash, bytes that are not UTF-8 or
-// that look like options are entered as they are, and the checkpoint holds
-// what a fresh store holds.
+// TestPreimportRacyOddNames: changed files go into the index by
+// "<mode> <id>\t<path>" lines; names with commas, a leading dash, a
+// newline, a tab, quotes, a backslash, bytes that are not UTF-8 or that look
+// like options are entered as they are, and the checkpoint holds what a
+// fresh store holds.
 func TestPreimportRacyOddNames(t *testing.T) {
 	needPreimport(t)
 	ctx := context.Background()
@@ -317,7 +419,7 @@ func TestPreimportRacyOddNames(t *testing.T) {
 		if want := freshTree(t, wt); made.Checkpoint.Tree != want {
 			t.Fatalf("try %d: tree %s, a fresh store's %s", try, made.Checkpoint.Tree, want)
 		}
-		if strings.Count(trace.String(), "--cacheinfo") == len(names) {
+		if strings.Contains(trace.String(), "--index-info") {
 			return
 		}
 	}
@@ -356,7 +458,7 @@ func TestPreimportRacyKilledBeforeStatCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nextSecond()
+		sec := nextSecond()
 		mustWrite(t, p, fmt.Sprintf("racy %d", try))
 		var trace strings.Builder
 		gitexec.Trace = &trace
@@ -366,7 +468,7 @@ func TestPreimportRacyKilledBeforeStatCache(t *testing.T) {
 		if err := os.WriteFile(s.statCacheFile(), old, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(trace.String(), "--cacheinfo") {
+		if !strings.Contains(trace.String(), "--index-info") || !stillIn(sec) {
 			continue // the second passed before the capture: try again
 		}
 		fi, _ := os.Stat(p)

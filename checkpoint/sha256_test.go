@@ -55,7 +55,7 @@ func TestSHA256StoreExact(t *testing.T) {
 		gitexec.Trace = &trace
 		made, err := s.Create(ctx, CreateOptions{Reason: fmt.Sprint("racy ", step), Source: "test"})
 		gitexec.Trace = nil
-		byID += strings.Count(trace.String(), "--cacheinfo")
+		byID += strings.Count(trace.String(), "--index-info")
 		if err != nil {
 			t.Fatal(err)
 		}

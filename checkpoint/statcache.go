@@ -33,13 +33,18 @@ import (
 // the next capture hash it again. The cache is read whole and checked (its
 // own checksum, then the index's stamp); one that fails either is ignored,
 // never an error.
+//
+// A file the capture entered into the index by the blob id of what it read
+// (byID: see captureOnce) has no stat data there, so git's diff-files always
+// names it; the cache's stat data alone then says whether it changed, and
+// such a file is always looked at.
 
 // statKey is the stat data the cache compares.
 type statKey struct {
 	dev, ino, mode, size, mtime, ctime, uid, gid uint64
 }
 
-const statCacheMagic = "rewind stat cache 4\n"
+const statCacheMagic = "rewind stat cache 5\n"
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
@@ -77,15 +82,17 @@ type statCache struct {
 	base  string // the tree the capture wrote (preimport's base)
 	paths []string
 	keys  []statKey
+	byID  []bool // the index holds paths[i] by its blob id alone, with no stat data
+	held  int    // how many of them
 }
 
 // encodeStatCache renders the cache, small because it is written on every
 // checkpoint that changes something: magic, stamp, tree, count, then the
 // entries in path order, each path as the length it shares with the one
-// before and the rest, and its eight fields as varints; last a CRC-32C of all
-// that.
+// before and the rest, its eight fields and its byID flag as varints; last a
+// CRC-32C of all that.
 func encodeStatCache(c *statCache) []byte {
-	return assembleStatCache(c.stamp, c.tree, c.base, len(c.paths), appendStatEntries(nil, c.paths, c.keys))
+	return assembleStatCache(c.stamp, c.tree, c.base, len(c.paths), appendStatEntries(nil, c.paths, c.keys, c.byID))
 }
 
 // assembleStatCache puts the header before n encoded entries, and the
@@ -104,8 +111,8 @@ func assembleStatCache(stamp []byte, tree, base string, n int, entries []byte) [
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
 }
 
-// appendStatEntries encodes paths (front-coded) with their keys.
-func appendStatEntries(b []byte, paths []string, keys []statKey) []byte {
+// appendStatEntries encodes paths (front-coded) with their keys and flags.
+func appendStatEntries(b []byte, paths []string, keys []statKey, byID []bool) []byte {
 	prev := ""
 	for i, p := range paths {
 		shared := 0
@@ -119,42 +126,51 @@ func appendStatEntries(b []byte, paths []string, keys []statKey) []byte {
 		for _, v := range [8]uint64{k.dev, k.ino, k.mode, k.size, k.mtime, k.ctime, k.uid, k.gid} {
 			b = binary.AppendUvarint(b, v)
 		}
+		flag := uint64(0)
+		if byID[i] {
+			flag = 1
+		}
+		b = binary.AppendUvarint(b, flag)
 		prev = p
 	}
 	return b
 }
 
 // statEntries are a capture's entries of the stat cache: the kept files,
-// less the racy ones, encoded once (beside write-tree, when one runs). The
-// racy files the index holds with no stat data (early) are there with no
-// stat data either, so that the cache still names every path the index
-// holds: a zero key is never as a file is, and such a file is looked at.
+// less the racy ones the index no longer holds, encoded once (beside
+// write-tree, when one runs). The racy files the index holds by id are
+// there with no stat data, so that the cache still names every path the
+// index holds: a zero key is never as a file is, and such a file is looked
+// at.
 type statEntries struct {
 	paths   []string
 	keys    []statKey
+	byID    []bool
 	encoded []byte
 }
 
-func newStatEntries(keep []verdict, racy []string, early map[string]earlyBlob) *statEntries {
-	left := make(map[string]bool, len(racy))
+func newStatEntries(keep []verdict, racy []string) *statEntries {
+	isRacy := make(map[string]bool, len(racy))
 	for _, p := range racy {
-		left[p] = true
+		isRacy[p] = true
 	}
-	e := &statEntries{paths: make([]string, 0, len(keep)), keys: make([]statKey, 0, len(keep))}
+	e := &statEntries{paths: make([]string, 0, len(keep)), keys: make([]statKey, 0, len(keep)), byID: make([]bool, 0, len(keep))}
 	for _, v := range keep {
-		switch _, unstatted := early[v.path]; {
-		case unstatted:
-			e.paths, e.keys = append(e.paths, v.path), append(e.keys, statKey{})
-		case !left[v.path]:
-			e.paths, e.keys = append(e.paths, v.path), append(e.keys, v.key)
+		k := v.key
+		if isRacy[v.path] {
+			if !v.byID {
+				continue // taken out of the index
+			}
+			k = statKey{}
 		}
+		e.paths, e.keys, e.byID = append(e.paths, v.path), append(e.keys, k), append(e.byID, v.byID)
 	}
 	return e
 }
 
 func (e *statEntries) encode() {
 	if e.encoded == nil {
-		e.encoded = appendStatEntries(make([]byte, 0, len(e.paths)*48), e.paths, e.keys)
+		e.encoded = appendStatEntries(make([]byte, 0, len(e.paths)*48), e.paths, e.keys, e.byID)
 	}
 }
 
@@ -215,10 +231,11 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	}
 	c := &statCache{stamp: bytes.Clone(r.bytes()), tree: r.str(), base: r.str()}
 	count := r.uvarint()
-	if !r.ok || count > uint64(len(r.rest))/10 { // an entry takes 10 bytes at least
+	if !r.ok || count > uint64(len(r.rest))/11 { // an entry takes 11 bytes at least
 		return nil, bad
 	}
 	c.keys = make([]statKey, 0, count)
+	c.byID = make([]bool, 0, count)
 	arena := newPathArena(count)
 	for i := uint64(0); i < count; i++ {
 		shared := r.uvarint()
@@ -226,14 +243,16 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		if !r.ok || !arena.add(shared, tail) {
 			return nil, bad
 		}
-		var f [8]uint64
+		var f [9]uint64
 		for j := range f {
 			f[j] = r.uvarint()
 		}
-		if !r.ok {
+		if !r.ok || f[8] > 1 {
 			return nil, bad
 		}
 		c.keys = append(c.keys, statKey{f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]})
+		c.byID = append(c.byID, f[8] == 1)
+		c.held += int(f[8])
 	}
 	if !r.done() {
 		return nil, bad

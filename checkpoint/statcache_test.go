@@ -18,7 +18,8 @@ import (
 func TestStatCacheRoundTrip(t *testing.T) {
 	want := &statCache{stamp: []byte("stamp"), tree: "tree", base: "base",
 		paths: []string{"a", "dir/b c\nd", "ünï/\x01name"},
-		keys:  []statKey{{1, 2, 0o100644, 3, 4, 5, 6, 7}, {8, 9, 0o120777, 10, 11, 12, 13, 14}, {}}}
+		keys:  []statKey{{1, 2, 0o100644, 3, 4, 5, 6, 7}, {8, 9, 0o120777, 10, 11, 12, 13, 14}, {}},
+		byID:  []bool{false, true, true}, held: 2}
 	data := encodeStatCache(want)
 	got, err := decodeStatCache(data)
 	if err != nil || !reflect.DeepEqual(got, want) {
@@ -34,14 +35,14 @@ func TestStatCacheRoundTrip(t *testing.T) {
 	if _, err := decodeStatCache(data[:len(data)-1]); err == nil {
 		t.Fatal("a torn cache was not noticed")
 	}
-	unordered := &statCache{paths: []string{"b", "a"}, keys: make([]statKey, 2)}
+	unordered := &statCache{paths: []string{"b", "a"}, keys: make([]statKey, 2), byID: make([]bool, 2)}
 	if _, err := decodeStatCache(encodeStatCache(unordered)); err == nil {
 		t.Fatal("paths out of order were not noticed")
 	}
 }
 
 func FuzzStatCache(f *testing.F) {
-	f.Add(encodeStatCache(&statCache{stamp: []byte("s"), tree: "t", paths: []string{"a"}, keys: []statKey{{1, 2, 3, 4, 5, 6, 7, 8}}}))
+	f.Add(encodeStatCache(&statCache{stamp: []byte("s"), tree: "t", paths: []string{"a"}, keys: []statKey{{1, 2, 3, 4, 5, 6, 7, 8}}, byID: []bool{true}, held: 1}))
 	f.Add([]byte(statCacheMagic))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := decodeStatCache(data)
