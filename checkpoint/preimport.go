@@ -212,23 +212,44 @@ var importRead = func(_ string, data []byte) []byte { return data }
 // for it too (and fast-import's root tree replacement is long there).
 const geometricVersion = "2.32"
 
-// packsMax is the number of packs past which a capture merges the small ones:
-// each object lookup that misses reads every pack's index.
-var packsMax = 32
+// packsMax is the number of small packs past which a capture merges them:
+// each object lookup that misses reads every pack's index, and the merge
+// stores each tree and file that changed again as a delta of its last
+// version (a pack written by the import holds whole objects only), which
+// makes the store a fraction of its size.
+var packsMax = 8
 
 // consolidatePacks merges the store's small packs (one per capture that
 // preimport wrote) into larger ones, keeping every object they hold, once
-// there are more than packsMax of them. A failure costs only time.
+// there are more than packsMax of them. Packs of packKeptSize or more are
+// left as they are: a large first checkpoint's packs (one per CPU, of a
+// like size) would otherwise all be merged into one, once, at the cost of
+// many checkpoints. A failure costs only time.
 func (s *Store) consolidatePacks(ctx context.Context) {
-	packs, _ := filepath.Glob(filepath.Join(s.gitDir(), "objects", "pack", "pack-*.idx"))
+	packs, _ := filepath.Glob(filepath.Join(s.gitDir(), "objects", "pack", "pack-*.pack"))
 	if len(packs) <= packsMax || !gitexec.AtLeast(geometricVersion) {
 		return
 	}
-	defer gitexec.TraceStep(fmt.Sprintf("%d packs merged", len(packs)), time.Now())
-	if _, err := s.git().Run(ctx, "repack", "-d", "-q", "--geometric=2"); err != nil {
+	args := []string{"repack", "-d", "-q", "--geometric=2"}
+	small := 0
+	for _, p := range packs {
+		if fi, err := os.Stat(p); err == nil && fi.Size() >= packKeptSize {
+			args = append(args, "--keep-pack="+filepath.Base(p))
+		} else {
+			small++
+		}
+	}
+	if small <= packsMax {
+		return
+	}
+	defer gitexec.TraceStep(fmt.Sprintf("%d small packs merged", small), time.Now())
+	if _, err := s.git().Run(ctx, args...); err != nil {
 		s.warnTrace("repack: %v", err)
 	}
 }
+
+// packKeptSize is the size from which consolidatePacks leaves a pack alone.
+const packKeptSize = 16 << 20
 
 // readRegularNoFollow is readNoFollow of a file that must still be a
 // regular one, of at most max bytes: its content goes into the index by id,
