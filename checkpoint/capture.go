@@ -312,6 +312,38 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			remove = append(remove, p)
 		}
 	}
+	// git compares whole-second times here: a file rewritten at the same size
+	// in the second it was hashed (its mtime even set back) would look
+	// unchanged to every later checkpoint. Entries of files whose status
+	// changed since the second this capture began leave the index (or have
+	// no stat data there: byID), so the next capture hashes them again.
+	// The stat cache then holds every path the index holds (those kept, less
+	// the racy ones taken out, with the racy ones held by id as the index
+	// has them), with what the walk saw of it before any was read. Both are
+	// worked out beside the import or write-tree.
+	imported := false
+	var held map[string]heldBlob // the changed files entered by id
+	var importTree string        // the import's tree, when it is the index's
+	var racy []string
+	var entries *statEntries // nil until prepare, and when the files are hashed again
+	prepare := func() {
+		for i := range keep {
+			if !keep[i].unchanged {
+				_, keep[i].byID = held[keep[i].path]
+			}
+		}
+		racy = s.racyFiles(keep, start.Truncate(time.Second))
+		entries = newStatEntries(keep, racy)
+	}
+	// prepared is prepare, once, with the entries encoded: beside a git
+	// process that takes longer.
+	prepared := func() error {
+		if entries == nil {
+			prepare()
+		}
+		entries.encode()
+		return nil
+	}
 	takeOut := func(paths []string) error {
 		if len(paths) == 0 {
 			return nil
@@ -341,9 +373,6 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	// then finds every object it names, or fails on the blob of a file
 	// changed between the two reads: then the files are hashed again, and
 	// written.
-	imported := false
-	var held map[string]heldBlob // the changed files entered by id
-	var importTree string        // the import's tree, when it is the index's
 	if cached != nil && preimportFits(cached.base, len(update), len(remove)) {
 		var changed []verdict
 		for _, v := range keep {
@@ -358,7 +387,11 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		importing := func() error { imported, tree = s.preimport(ctx, cached.base, changed, remove, held); return nil }
 		var err error
 		if held != nil {
-			err = parallel(importing, func() error { return s.enterByID(ctx, remove, changed, held, cached.base) })
+			// The files were read: what is racy among them is known, and
+			// the stat cache's entries are worked out beside the import.
+			err = parallel(importing,
+				func() error { return s.enterByID(ctx, remove, changed, held, cached.base) },
+				prepared)
 		} else if err = takeOut(remove); err == nil {
 			err = parallel(importing, func() error { return hash(true) })
 		}
@@ -368,7 +401,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		defer s.consolidatePacks(ctx)
 		switch {
 		case !imported:
-			held = nil // hashed again, every file: the import's blobs may be missing
+			held, entries = nil, nil // hashed again, every file: the import's blobs may be missing
 			if err := hash(false); err != nil {
 				return nil, err
 			}
@@ -384,27 +417,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			return nil, err
 		}
 	}
-	// git compares whole-second times here: a file rewritten at the same size
-	// in the second it was hashed (its mtime even set back) would look
-	// unchanged to every later checkpoint. Entries of files whose status
-	// changed since the second this capture began leave the index (or have
-	// no stat data there: byID), so the next capture hashes them again.
-	// The stat cache then holds every path the index holds (those kept, less
-	// the racy ones taken out, with the racy ones held by id as the index
-	// has them), with what the walk saw of it before any was read. Both are
-	// worked out beside write-tree.
 	recheck := time.Now()
-	var racy []string
-	var entries *statEntries
-	prepare := func() {
-		for i := range keep {
-			if !keep[i].unchanged {
-				_, keep[i].byID = held[keep[i].path]
-			}
-		}
-		racy = s.racyFiles(keep, update, start.Truncate(time.Second))
-		entries = newStatEntries(keep, racy)
-	}
 	writeTree := func() error {
 		out, err := g.Run(ctx, "write-tree")
 		c.tree = strings.TrimSpace(string(out))
@@ -421,14 +434,13 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	case importTree != "":
 		// The index held the import's base, and took the same changes.
 		c.tree = importTree
-		prepare()
 		if checkImportTree {
 			if err := writeTree(); err != nil || c.tree != importTree {
 				return nil, fmt.Errorf("the import's tree %s is not the index's %s (%v)", importTree, c.tree, err)
 			}
 		}
 	default:
-		err := parallel(writeTree, func() error { prepare(); entries.encode(); return nil })
+		err := parallel(writeTree, prepared)
 		if err != nil && imported {
 			s.warnTrace("write-tree after the import: %v", err)
 			held = nil
@@ -443,18 +455,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	}
 	// Those held by id are in the index with no stat data already: as good
 	// as out of it.
-	var leave []string
-	if len(racy) > 0 {
-		isRacy := make(map[string]bool, len(racy))
-		for _, p := range racy {
-			isRacy[p] = true
-		}
-		for _, v := range keep {
-			if !v.byID && isRacy[v.path] {
-				leave = append(leave, v.path)
-			}
-		}
-	}
+	leave := entries.leave
 	if err := takeOut(leave); err != nil {
 		return nil, err
 	}
@@ -546,23 +547,21 @@ func (s *Store) buildMeta(ctx context.Context, c *capture, h *held, keep []verdi
 }
 
 // racyFiles are the kept files whose status changed since the second
-// (since) the capture began. The files hashed now (update) are looked at
-// again: one changed between the look that judged it and the hash carries a
-// stale time in its verdict.
-func (s *Store) racyFiles(keep []verdict, update []string, since time.Time) []string {
-	hashed := make(map[string]bool, len(update))
-	for _, p := range update {
-		hashed[p] = true
-	}
+// (since) the capture began, in keep's order. The files read now (those not
+// unchanged) are looked at again: one changed between the look that judged
+// it and the read carries a stale time in its verdict.
+func (s *Store) racyFiles(keep []verdict, since time.Time) []string {
+	cut := since.UnixNano()
 	var racy []string
-	for _, v := range keep {
-		changed := v.changed()
-		if hashed[v.path] {
+	for i := range keep {
+		v := &keep[i]
+		changed := max(int64(v.key.ctime), int64(v.key.mtime))
+		if !v.unchanged {
 			if fi, err := os.Lstat(filepath.Join(s.WorkTree, v.path)); err == nil {
-				changed = later(ctime(fi), fi.ModTime())
+				changed = later(ctime(fi), fi.ModTime()).UnixNano()
 			}
 		}
-		if !changed.Before(since) {
+		if changed >= cut {
 			racy = append(racy, v.path)
 		}
 	}

@@ -137,29 +137,30 @@ func appendStatEntries(b []byte, paths []string, keys []statKey, byID []bool) []
 }
 
 // statEntries are a capture's entries of the stat cache: the kept files,
-// less the racy ones the index no longer holds, encoded once (beside
-// write-tree, when one runs). The racy files the index holds by id are
-// there with no stat data, so that the cache still names every path the
-// index holds: a zero key is never as a file is, and such a file is looked
-// at.
+// less the racy ones the index no longer holds (leave: a racy file the
+// index holds with stat data is taken out), encoded once (beside the import
+// or write-tree). The racy files the index holds by id are there with no
+// stat data, so that the cache still names every path the index holds: a
+// zero key is never as a file is, and such a file is looked at.
 type statEntries struct {
 	paths   []string
 	keys    []statKey
 	byID    []bool
+	leave   []string
 	encoded []byte
 }
 
+// newStatEntries makes the entries of keep, racy being some of its paths
+// in its order.
 func newStatEntries(keep []verdict, racy []string) *statEntries {
-	isRacy := make(map[string]bool, len(racy))
-	for _, p := range racy {
-		isRacy[p] = true
-	}
 	e := &statEntries{paths: make([]string, 0, len(keep)), keys: make([]statKey, 0, len(keep)), byID: make([]bool, 0, len(keep))}
 	for _, v := range keep {
 		k := v.key
-		if isRacy[v.path] {
+		if len(racy) > 0 && racy[0] == v.path {
+			racy = racy[1:]
 			if !v.byID {
-				continue // taken out of the index
+				e.leave = append(e.leave, v.path)
+				continue
 			}
 			k = statKey{}
 		}
