@@ -299,6 +299,16 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			fresh = append(fresh, v)
 		}
 	}
+	// What a tree cannot hold is worked out from the walk, beside the rest.
+	var unread []Skipped
+	var metaErr error
+	metaDone := make(chan struct{})
+	go func() {
+		defer close(metaDone)
+		defer gitexec.TraceStep("permission bits and empty directories", time.Now())
+		unread, metaErr = s.buildMeta(ctx, c, h, keep, listing, trusted, dirsSince)
+	}()
+	defer func() { <-metaDone }() // on an error too: nothing outlives the capture
 	// Whatever else the index holds (a file gone, ignored now, over the
 	// limit, a path that became a directory) is dropped, so the tree is
 	// exactly what the rule holds.
@@ -327,13 +337,8 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	var racy []string
 	var entries *statEntries // nil until prepare, and when the files are hashed again
 	prepare := func() {
-		for i := range keep {
-			if !keep[i].unchanged {
-				_, keep[i].byID = held[keep[i].path]
-			}
-		}
 		racy = s.racyFiles(keep, start.Truncate(time.Second))
-		entries = newStatEntries(keep, racy)
+		entries = newStatEntries(keep, racy, held)
 	}
 	// prepared is prepare, once, with the entries encoded: beside a git
 	// process that takes longer.
@@ -476,13 +481,11 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		s.cacheWrites.Go(func() { s.writeStatCache(entries, now, tree, c.tree) })
 	}
 	gitexec.TraceStep(fmt.Sprintf("recent changes re-checked (%d racy, %d left the index)", len(racy), len(leave)), recheck)
-	scan := time.Now()
-	unread, err := s.buildMeta(ctx, c, h, keep, listing, trusted, dirsSince)
-	if err != nil {
-		return nil, err
+	<-metaDone
+	if metaErr != nil {
+		return nil, metaErr
 	}
 	c.skipped = append(c.skipped, unread...)
-	gitexec.TraceStep("permission bits and empty directories", scan)
 	return c, nil
 }
 
@@ -738,7 +741,7 @@ type verdict struct {
 	keep      bool
 	regular   bool // a regular file (else a symlink), when kept
 	unchanged bool // the store's index holds it as it is: not hashed again
-	byID      bool // the store's index holds it by its blob id, with no stat data
+	byID      bool // unchanged, and the store's index holds it by its blob id, with no stat data
 }
 
 func (v *verdict) perm() os.FileMode { return os.FileMode(v.key.mode) & os.ModePerm }

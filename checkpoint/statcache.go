@@ -151,20 +151,24 @@ type statEntries struct {
 }
 
 // newStatEntries makes the entries of keep, racy being some of its paths
-// in its order.
-func newStatEntries(keep []verdict, racy []string) *statEntries {
+// in its order, and held the changed files entered by id.
+func newStatEntries(keep []verdict, racy []string, held map[string]heldBlob) *statEntries {
 	e := &statEntries{paths: make([]string, 0, len(keep)), keys: make([]statKey, 0, len(keep)), byID: make([]bool, 0, len(keep))}
-	for _, v := range keep {
-		k := v.key
+	for i := range keep {
+		v := &keep[i]
+		k, byID := v.key, v.byID
+		if !v.unchanged {
+			_, byID = held[v.path]
+		}
 		if len(racy) > 0 && racy[0] == v.path {
 			racy = racy[1:]
-			if !v.byID {
+			if !byID {
 				e.leave = append(e.leave, v.path)
 				continue
 			}
 			k = statKey{}
 		}
-		e.paths, e.keys, e.byID = append(e.paths, v.path), append(e.keys, k), append(e.byID, v.byID)
+		e.paths, e.keys, e.byID = append(e.paths, v.path), append(e.keys, k), append(e.byID, byID)
 	}
 	return e
 }
