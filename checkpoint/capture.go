@@ -747,11 +747,6 @@ type verdict struct {
 func (v *verdict) perm() os.FileMode { return os.FileMode(v.key.mode) & os.ModePerm }
 func (v *verdict) size() int64       { return int64(v.key.size) }
 
-// changed is the later of its ctime and mtime.
-func (v *verdict) changed() time.Time {
-	return later(time.Unix(0, int64(v.key.ctime)), time.Unix(0, int64(v.key.mtime)))
-}
-
 // judge looks at one path; unchanged says whether the store's index holds it
 // as it is, given its stat (then it is not read again, so the readability
 // check is spared: a chmod or an ACL change moves the ctime).

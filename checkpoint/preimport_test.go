@@ -150,22 +150,8 @@ func stillIn(sec time.Time) bool { return time.Now().Truncate(time.Second).Equal
 // removal, and nothing changed once the second has passed.
 func TestPreimportRacyFilesByID(t *testing.T) {
 	needPreimport(t)
-	ctx := context.Background()
 	s, wt := settledStore(t, tenFiles(t))
-	create := func(what string) (*Created, string) {
-		t.Helper()
-		var trace strings.Builder
-		gitexec.Trace = &trace
-		made, err := s.Create(ctx, CreateOptions{Reason: what, Source: "test"})
-		gitexec.Trace = nil
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := freshTree(t, wt); made.Checkpoint.Tree != want {
-			t.Fatalf("%s: tree %s, a fresh store's %s", what, made.Checkpoint.Tree, want)
-		}
-		return made, trace.String()
-	}
+	create := func(what string) (*Created, string) { return tracedCreate(t, s, wt, what) }
 	// Retried until the writes and the capture fall in one second.
 	for try := 0; ; try++ {
 		sec := nextSecond()
@@ -253,24 +239,13 @@ func TestPreimportRacyFilesLongPaths(t *testing.T) {
 // capture hashes them again, after which none is held by id.
 func TestByIDCaptures(t *testing.T) {
 	needPreimport(t)
-	ctx := context.Background()
 	s, wt := settledStore(t, tenFiles(t))
 	defer func(n int, check bool) { byIDMax, checkImportTree = n, check }(byIDMax, checkImportTree)
 	byIDMax = 4
 	create := func(what string) string {
 		t.Helper()
-		var trace strings.Builder
-		gitexec.Trace = &trace
-		made, err := s.Create(ctx, CreateOptions{Reason: what, Source: "test"})
-		gitexec.Trace = nil
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.cacheWrites.Wait()
-		if want := freshTree(t, wt); made.Checkpoint.Tree != want {
-			t.Fatalf("%s: tree %s, a fresh store's %s", what, made.Checkpoint.Tree, want)
-		}
-		return trace.String()
+		_, trace := tracedCreate(t, s, wt, what)
+		return trace
 	}
 	held := func() int {
 		c := s.readStatCache()
@@ -482,6 +457,25 @@ func TestPreimportRacyKilledBeforeStatCache(t *testing.T) {
 		return
 	}
 	t.Fatal("the racy file never went into the index by id")
+}
+
+// tracedCreate takes a checkpoint with REWIND_TRACE's output, once its
+// caches are written, and checks it holds what a fresh store's first one
+// holds.
+func tracedCreate(t *testing.T, s *Store, wt, what string) (*Created, string) {
+	t.Helper()
+	var trace strings.Builder
+	gitexec.Trace = &trace
+	made, err := s.Create(context.Background(), CreateOptions{Reason: what, Source: "test"})
+	gitexec.Trace = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cacheWrites.Wait()
+	if want := freshTree(t, wt); made.Checkpoint.Tree != want {
+		t.Fatalf("%s: tree %s, a fresh store's %s", what, made.Checkpoint.Tree, want)
+	}
+	return made, trace.String()
 }
 
 // needPreimport skips a test of the import with a git that has none.
