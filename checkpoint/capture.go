@@ -552,7 +552,9 @@ func (s *Store) buildMeta(ctx context.Context, c *capture, h *held, keep []verdi
 // racyFiles are the kept files whose status changed since the second
 // (since) the capture began, in keep's order. The files read now (those not
 // unchanged) are looked at again: one changed between the look that judged
-// it and the read carries a stale time in its verdict.
+// it and the read carries a stale time in its verdict, and one gone since
+// (update-index then dropped it from the index) is racy too, so that the
+// stat cache never names a path the index may not hold.
 func (s *Store) racyFiles(keep []verdict, since time.Time) []string {
 	cut := since.UnixNano()
 	var racy []string
@@ -560,9 +562,12 @@ func (s *Store) racyFiles(keep []verdict, since time.Time) []string {
 		v := &keep[i]
 		changed := max(int64(v.key.ctime), int64(v.key.mtime))
 		if !v.unchanged {
-			if fi, err := os.Lstat(filepath.Join(s.WorkTree, v.path)); err == nil {
-				changed = later(ctime(fi), fi.ModTime()).UnixNano()
+			fi, err := os.Lstat(filepath.Join(s.WorkTree, v.path))
+			if err != nil {
+				racy = append(racy, v.path)
+				continue
 			}
+			changed = later(ctime(fi), fi.ModTime()).UnixNano()
 		}
 		if changed >= cut {
 			racy = append(racy, v.path)
