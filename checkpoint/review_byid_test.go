@@ -2,9 +2,15 @@ package checkpoint
 
 import (
 	"context"
+	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/rewind-cli/rewind/gitexec"
 )
 
 // TestFileGoneBeforeHashNotCached: a changed file the walk saw, removed
@@ -40,4 +46,94 @@ func TestFileGoneBeforeHashNotCached(t *testing.T) {
 	if want := freshTree(t, wt); made.Checkpoint.Tree != want {
 		t.Fatalf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
 	}
+}
+
+// TestByIDRandomSteps: random small changes, checkpoint after checkpoint,
+// most entered by id (byIDMax low, so that refreshes come too), some in the
+// second the capture begins: odd names (a tab, a newline, a leading dash,
+// bytes that are not UTF-8), a file that becomes a directory and back,
+// symlinks, bit changes, same-size rewrites with the mtime set back. Every
+// checkpoint must hold what a fresh store's first one does.
+func TestByIDRandomSteps(t *testing.T) {
+	needPreimport(t)
+	ctx := context.Background()
+	defer func(n int) { byIDMax = n }(byIDMax)
+	byIDMax = 6
+	s, wt := newStore(t)
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewSource(seed))
+	names := []string{"a", "b\tc", "-dash", "new\nline", "caf\xe9", "d/e", "d/f", "g/h/i"}
+	name := func() string {
+		return fmt.Sprintf("%s/%s", []string{"x", "y", "x/z"}[rng.Intn(3)], names[rng.Intn(len(names))])
+	}
+	for i := 0; i < 12; i++ {
+		p := filepath.Join(wt, name())
+		os.RemoveAll(p)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(fmt.Sprintf("start %d\n", i)), 0o644)
+	}
+	byID := 0
+	for step := 0; step < 20; step++ {
+		if rng.Intn(3) > 0 {
+			nextSecond()
+		}
+		for n := rng.Intn(4) + 1; n > 0; n-- {
+			p := filepath.Join(wt, name())
+			fi, statErr := os.Lstat(p)
+			switch rng.Intn(7) {
+			case 0, 1: // same size, the mtime set back
+				if statErr == nil && fi.Mode().IsRegular() {
+					data, _ := os.ReadFile(p)
+					if len(data) > 0 {
+						data[0] ^= 1
+						os.WriteFile(p, data, fi.Mode().Perm())
+						os.Chtimes(p, fi.ModTime(), fi.ModTime())
+					}
+				}
+			case 2:
+				os.Chmod(p, []os.FileMode{0o600, 0o644, 0o755}[rng.Intn(3)])
+			case 3:
+				os.RemoveAll(p)
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				os.Symlink(fmt.Sprintf("target-%d", rng.Intn(3)), p)
+			case 4: // a file becomes a directory
+				os.RemoveAll(p)
+				os.MkdirAll(p, 0o755)
+				os.WriteFile(filepath.Join(p, "in"), []byte("inside\n"), 0o644)
+			case 5:
+				os.RemoveAll(p)
+			default:
+				os.RemoveAll(p)
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				os.WriteFile(p, []byte(strings.Repeat("x", rng.Intn(20))), 0o644)
+			}
+		}
+		var trace strings.Builder
+		gitexec.Trace = &trace
+		made, err := s.Create(ctx, CreateOptions{Reason: fmt.Sprint("step ", step), Source: "test"})
+		gitexec.Trace = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(trace.String(), "--index-info") {
+			byID++
+		}
+		s.cacheWrites.Wait()
+		fresh, err := Open(wt, filepath.Join(t.TempDir(), "fresh"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := fresh.Create(ctx, CreateOptions{Reason: "fresh", Source: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if made.Checkpoint.Tree != want.Checkpoint.Tree || !sameMeta(made.Checkpoint.meta, want.Checkpoint.meta) {
+			t.Fatalf("seed %d step %d: tree %s %q, a fresh store's %s %q", seed, step,
+				made.Checkpoint.Tree, made.Checkpoint.meta.trailers(), want.Checkpoint.Tree, want.Checkpoint.meta.trailers())
+		}
+	}
+	if byID == 0 {
+		t.Error("no change went in by id")
+	}
+	t.Logf("seed %d: %d of 20 captures entered files by id", seed, byID)
 }
