@@ -137,3 +137,29 @@ func TestByIDRandomSteps(t *testing.T) {
 	}
 	t.Logf("seed %d: %d of 20 captures entered files by id", seed, byID)
 }
+
+// TestByIDSymlinkUnderDotGitmodules: git refuses a symlink anywhere below a
+// directory named .gitmodules (verify_path), as it refuses one named so.
+// update-index --add only ignores such a path; update-index --index-info
+// dies on it. A small change that adds one must still make a checkpoint,
+// and hold what a fresh store's does.
+func TestByIDSymlinkUnderDotGitmodules(t *testing.T) {
+	needPreimport(t)
+	ctx := context.Background()
+	s, wt := settledStore(t, tenFiles(t))
+	if err := os.MkdirAll(filepath.Join(wt, ".gitmodules"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../d0/f0.txt", filepath.Join(wt, ".gitmodules/link")); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(wt, ".gitmodules/file"), "a file\n")
+	nextSecond()
+	made, err := s.Create(ctx, CreateOptions{Reason: "symlink under .gitmodules", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := freshTree(t, wt); made.Checkpoint.Tree != want {
+		t.Fatalf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
+	}
+}
