@@ -774,8 +774,11 @@ func (s *Store) judge(rel string, i int, maxSize int64, unchanged func(int, stat
 	v.key = fi.key
 	v.unchanged = unchanged(i, v.key)
 	switch {
-	case fi.mode&os.ModeSymlink != 0 && strings.EqualFold(path.Base(rel), ".gitmodules"):
-		v.skip = &Skipped{Path: rel, Why: "git cannot store a symlink named .gitmodules"}
+	case fi.mode&os.ModeSymlink != 0 && underGitmodules(rel):
+		// git's verify_path refuses it: update-index would leave it out
+		// with a warning, where the import (and so a checkpoint's tree
+		// taken from it) would hold it.
+		v.skip = &Skipped{Path: rel, Why: "git cannot store a symlink named .gitmodules, or below one"}
 	case fi.mode&os.ModeSymlink != 0:
 		v.keep = true
 	case fi.mode.IsDir():
@@ -809,6 +812,17 @@ func refusedName(rel string) string {
 		}
 	}
 	return ""
+}
+
+// underGitmodules reports whether a component of rel is named .gitmodules,
+// in any case: git refuses a symlink at such a path.
+func underGitmodules(rel string) bool {
+	for part := range strings.SplitSeq(rel, "/") {
+		if strings.EqualFold(part, ".gitmodules") {
+			return true
+		}
+	}
+	return false
 }
 
 // symlinkParent reports whether a directory above rel is a symlink (or not a
