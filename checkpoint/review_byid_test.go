@@ -55,11 +55,28 @@ func TestFileGoneBeforeHashNotCached(t *testing.T) {
 // symlinks, bit changes, same-size rewrites with the mtime set back. Every
 // checkpoint must hold what a fresh store's first one does.
 func TestByIDRandomSteps(t *testing.T) {
+	byIDRandomSteps(t, func(wt string) *Store {
+		s, err := Open(wt, filepath.Join(t.TempDir(), "store"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// TestByIDRandomStepsSHA256 is TestByIDRandomSteps in stores of sha256 ids.
+func TestByIDRandomStepsSHA256(t *testing.T) {
+	byIDRandomSteps(t, func(wt string) *Store { return sha256Store(t, wt) })
+}
+
+// byIDRandomSteps makes the stores it compares with open.
+func byIDRandomSteps(t *testing.T, open func(wt string) *Store) {
 	needPreimport(t)
 	ctx := context.Background()
 	defer func(n int) { byIDMax = n }(byIDMax)
 	byIDMax = 6
-	s, wt := newStore(t)
+	wt, _ := filepath.EvalSymlinks(t.TempDir())
+	s := open(wt)
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewSource(seed))
 	names := []string{"a", "b\tc", "-dash", "new\nline", "caf\xe9", "d/e", "d/f", "g/h/i"}
@@ -119,11 +136,7 @@ func TestByIDRandomSteps(t *testing.T) {
 			byID++
 		}
 		s.cacheWrites.Wait()
-		fresh, err := Open(wt, filepath.Join(t.TempDir(), "fresh"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := fresh.Create(ctx, CreateOptions{Reason: "fresh", Source: "test"})
+		want, err := open(wt).Create(ctx, CreateOptions{Reason: "fresh", Source: "test"})
 		if err != nil {
 			t.Fatal(err)
 		}
