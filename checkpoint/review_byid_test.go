@@ -176,3 +176,12 @@ func TestByIDSymlinkUnderDotGitmodules(t *testing.T) {
 		t.Fatalf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
 	}
 }
+
+// TestRulePropertyByIDRefresh is a round of TestRuleProperty with byIDMax
+// low: files held by id are hashed again every few checkpoints, between
+// the restores.
+func TestRulePropertyByIDRefresh(t *testing.T) {
+	defer func(n int) { byIDMax = n }(byIDMax)
+	byIDMax = 3
+	ruleRound(t, 7, 60)
+}
