@@ -337,7 +337,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	var racy []string
 	var entries *statEntries // nil until prepare, and when the files are hashed again
 	prepare := func() {
-		racy = s.racyFiles(keep, start.Truncate(time.Second))
+		racy = s.racyFiles(keep, fileRacyCut(start))
 		entries = newStatEntries(keep, racy, held)
 	}
 	// prepared is prepare, once, with the entries encoded: beside a git
@@ -575,6 +575,10 @@ func (s *Store) racyFiles(keep []verdict, since time.Time) []string {
 	}
 	return racy
 }
+
+// fileRacyCut is the time from which a file's change makes it racy (see
+// racyFiles): the second the capture began.
+func fileRacyCut(start time.Time) time.Time { return start.Truncate(time.Second) }
 
 // dirRacyCut is the time from which a directory's change makes the listing
 // cache list it again. On a file system with times finer than a second
