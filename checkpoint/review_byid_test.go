@@ -185,3 +185,20 @@ func TestRulePropertyByIDRefresh(t *testing.T) {
 	byIDMax = 3
 	ruleRound(t, 7, 60)
 }
+
+// TestRacyCutClockLag: the kernel stamps a file from a clock that may lag
+// a tick (a few milliseconds) behind the one rewind reads. A file changed
+// just after a capture began in the first milliseconds of a second may then
+// carry a time in the second before; it must still count as racy: a
+// same-size rewrite in the same tick, after the capture read it, would
+// leave its stat data as the stat cache holds it.
+func TestRacyCutClockLag(t *testing.T) {
+	s, _ := newStore(t)
+	sec := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	start := sec.Add(time.Millisecond)
+	stamp := uint64(sec.Add(-3 * time.Millisecond).UnixNano())
+	keep := []verdict{{path: "f", keep: true, regular: true, unchanged: true, key: statKey{mtime: stamp, ctime: stamp}}}
+	if racy := s.racyFiles(keep, fileRacyCut(start)); len(racy) != 1 {
+		t.Fatalf("a file stamped 3ms before a capture that began 1ms into a second: racy %q, want it racy", racy)
+	}
+}
