@@ -549,8 +549,8 @@ func (s *Store) buildMeta(ctx context.Context, c *capture, h *held, keep []verdi
 	return unread, nil
 }
 
-// racyFiles are the kept files whose status changed since the second
-// (since) the capture began, in keep's order. The files read now (those not
+// racyFiles are the kept files whose status changed since the capture
+// began (since: fileRacyCut), in keep's order. The files read now (those not
 // unchanged) are looked at again: one changed between the look that judged
 // it and the read carries a stale time in its verdict, and one gone since
 // (update-index then dropped it from the index) is racy too, so that the
@@ -577,8 +577,19 @@ func (s *Store) racyFiles(keep []verdict, since time.Time) []string {
 }
 
 // fileRacyCut is the time from which a file's change makes it racy (see
-// racyFiles): the second the capture began.
-func fileRacyCut(start time.Time) time.Time { return start.Truncate(time.Second) }
+// racyFiles): the second the capture began, or a tenth of a second before
+// the capture began when that is earlier. The kernel stamps files from a
+// clock that may lag a tick behind the one rewind reads (as dirRacyCut
+// says): a file changed just after a capture began, in the first
+// milliseconds of a second, may carry a time in the second before, and a
+// same-size rewrite in the same tick would leave its stat data unchanged.
+func fileRacyCut(start time.Time) time.Time {
+	cut := start.Truncate(time.Second)
+	if lagged := start.Add(-100 * time.Millisecond); lagged.Before(cut) {
+		return lagged
+	}
+	return cut
+}
 
 // dirRacyCut is the time from which a directory's change makes the listing
 // cache list it again. On a file system with times finer than a second

@@ -133,9 +133,11 @@ func TestPreimportFileChangedMeanwhile(t *testing.T) {
 	}
 }
 
-// nextSecond sleeps into the next second of the clock, and returns it.
+// nextSecond sleeps into the next second of the clock, past the tenth of a
+// second in which changes made before it would still be racy
+// (fileRacyCut), and returns it.
 func nextSecond() time.Time {
-	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 10*time.Millisecond)))
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 110*time.Millisecond)))
 	return time.Now().Truncate(time.Second)
 }
 

@@ -243,9 +243,10 @@ func TestPruneLeavesOneSharedPart(t *testing.T) {
 	}
 }
 
-// untilNextSecond sleeps into the next whole second, so that what was written
-// before is not racy for the next capture.
+// untilNextSecond sleeps into the next whole second, past its first tenth
+// (fileRacyCut), so that what was written before is not racy for the next
+// capture.
 func untilNextSecond() {
 	now := time.Now()
-	time.Sleep(now.Truncate(time.Second).Add(time.Second).Sub(now) + 10*time.Millisecond)
+	time.Sleep(now.Truncate(time.Second).Add(time.Second).Sub(now) + 110*time.Millisecond)
 }
