@@ -285,3 +285,37 @@ func TestChangedWhileHashed(t *testing.T) {
 		}
 	}
 }
+
+// TestNewFileMadeDirectoryWhileHashed: a new file the walk saw, replaced by
+// a directory before update-index hashes it, is a change made during the
+// capture like any other: the checkpoint must still be made.
+func TestNewFileMadeDirectoryWhileHashed(t *testing.T) {
+	needPreimport(t)
+	ctx := context.Background()
+	defer func(n int64) { heldBytesMax = n }(heldBytesMax)
+	heldBytesMax = 0
+	s, wt := settledStore(t, tenFiles(t))
+	p := filepath.Join(wt, "d0/new")
+	mustWrite(t, p, "new\n")
+	nextSecond()
+	s.Progress = func(what string, done, total int) {
+		if what == "hashing files" {
+			os.Remove(p)
+			mustWrite(t, filepath.Join(p, "in"), "inside\n")
+		}
+	}
+	_, err := s.Create(ctx, CreateOptions{Reason: "made a directory meanwhile", Source: "test"})
+	s.Progress = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cacheWrites.Wait()
+	nextSecond()
+	made, err := s.Create(ctx, CreateOptions{Reason: "quiet", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := freshTree(t, wt); made.Checkpoint.Tree != want {
+		t.Fatalf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
+	}
+}
