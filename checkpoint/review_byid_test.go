@@ -319,3 +319,38 @@ func TestNewFileMadeDirectoryWhileHashed(t *testing.T) {
 		t.Fatalf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
 	}
 }
+
+// TestDirectoryMadeSymlinkWhileHashed: a directory of new files the walk
+// saw, replaced by a symlink before update-index hashes them ("beyond a
+// symbolic link"), is a change made during the capture like any other:
+// the checkpoint must still be made.
+func TestDirectoryMadeSymlinkWhileHashed(t *testing.T) {
+	needPreimport(t)
+	ctx := context.Background()
+	defer func(n int64) { heldBytesMax = n }(heldBytesMax)
+	heldBytesMax = 0
+	s, wt := settledStore(t, tenFiles(t))
+	dir := filepath.Join(wt, "d0/sub")
+	mustWrite(t, filepath.Join(dir, "new"), "new\n")
+	nextSecond()
+	s.Progress = func(what string, done, total int) {
+		if what == "hashing files" {
+			os.RemoveAll(dir)
+			os.Symlink("..", dir)
+		}
+	}
+	_, err := s.Create(ctx, CreateOptions{Reason: "made a symlink meanwhile", Source: "test"})
+	s.Progress = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cacheWrites.Wait()
+	nextSecond()
+	made, err := s.Create(ctx, CreateOptions{Reason: "quiet", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := freshTree(t, wt); made.Checkpoint.Tree != want {
+		t.Fatalf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
+	}
+}
