@@ -102,6 +102,14 @@ func (s *Store) capture(ctx context.Context, maxSize int64) (*capture, error) {
 	building := indexErr == nil && errors.Is(cacheErr, os.ErrNotExist)
 	start := time.Now()
 	c, err := s.captureOnce(ctx, maxSize)
+	if changedWhileHashed(ctx, err) {
+		// A file the walk saw was a directory, or below a symlink, by the
+		// time update-index hashed it (which refuses it): a change made
+		// during the capture, which the index, left as it was, does not
+		// hold. Once more sees it.
+		s.warnTrace("update-index: %v", err)
+		c, err = s.captureOnce(ctx, maxSize)
+	}
 	if err == nil && building && c.held.inputs != nil && time.Since(start) > migrationNote {
 		if _, err := os.Lstat(s.listCacheFile()); err == nil {
 			s.warn("read the whole work tree once to build the store's listing cache (%s): later checkpoints read only what changed", time.Since(start).Round(100*time.Millisecond))
@@ -115,6 +123,14 @@ func (s *Store) capture(ctx context.Context, maxSize int64) (*capture, error) {
 		return s.captureOnce(ctx, maxSize)
 	}
 	return c, err
+}
+
+// changedWhileHashed reports whether err is update-index refusing a path
+// it was to hash because it is now a directory, or below a symlink.
+func changedWhileHashed(ctx context.Context, err error) bool {
+	var ge *gitexec.Error
+	return ctx.Err() == nil && errors.As(err, &ge) &&
+		(strings.Contains(ge.Stderr, "is a directory - add files inside instead") || strings.Contains(ge.Stderr, "is beyond a symbolic link"))
 }
 
 // migrationNote is how long a one-time cost (the split of an index, the
