@@ -105,8 +105,9 @@ func (s *Store) capture(ctx context.Context, maxSize int64) (*capture, error) {
 	if changedWhileHashed(ctx, err) {
 		// A file the walk saw was a directory, or below a symlink, by the
 		// time update-index hashed it (which refuses it): a change made
-		// during the capture, which the index, left as it was, does not
-		// hold. Once more sees it.
+		// during the capture. The index holds none of the files (its
+		// removals may be done, which the stat cache's stamp then tells):
+		// once more sees the change.
 		s.warnTrace("update-index: %v", err)
 		c, err = s.captureOnce(ctx, maxSize)
 	}
