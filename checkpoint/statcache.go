@@ -28,8 +28,9 @@ import (
 // Exactness: a file's content cannot change without its ctime changing, and
 // the capture never records a file whose status changed in or after the
 // second it began, nor in the tenth of a second before it (fileRacyCut: the
-// kernel's file times may lag the clock rewind reads) (those leave the index too: see captureOnce), so on a file
-// system with whole-second times a same-second rewrite is still seen. The
+// kernel's file times may lag the clock rewind reads); those leave the index
+// too (see captureOnce), so on a file system with whole-second times a
+// same-second rewrite is still seen. The
 // stat compared is taken before the file is hashed: a change in between makes
 // the next capture hash it again. The cache is read whole and checked (its
 // own checksum, then the index's stamp); one that fails either is ignored,
