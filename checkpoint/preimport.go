@@ -221,19 +221,28 @@ var packsMax = 8
 
 // consolidatePacks merges the store's small packs (one per capture that
 // preimport wrote) into larger ones, keeping every object they hold, once
-// there are more than packsMax of them. Packs of packKeptSize or more are
-// left as they are: a large first checkpoint's packs (one per CPU, of a
-// like size) would otherwise all be merged into one, once, at the cost of
-// many checkpoints. A failure costs only time.
+// there are more than packsMax of them. A pack of a packsMax-th of all the
+// packs' size or more (there are at most packsMax) is left as it is: a
+// first checkpoint's packs (one per CPU, of a like size) would otherwise all
+// be merged into one, once, at the cost of many checkpoints. A failure
+// costs only time.
 func (s *Store) consolidatePacks(ctx context.Context) {
 	packs, _ := filepath.Glob(filepath.Join(s.gitDir(), "objects", "pack", "pack-*.pack"))
 	if len(packs) <= packsMax || !gitexec.AtLeast(geometricVersion) {
 		return
 	}
+	sizes := make([]int64, len(packs))
+	var total int64
+	for i, p := range packs {
+		if fi, err := os.Stat(p); err == nil {
+			sizes[i] = fi.Size()
+			total += sizes[i]
+		}
+	}
 	args := []string{"repack", "-d", "-q", "--geometric=2"}
 	small := 0
-	for _, p := range packs {
-		if fi, err := os.Stat(p); err == nil && fi.Size() >= packKeptSize {
+	for i, p := range packs {
+		if sizes[i]*int64(packsMax) >= total {
 			args = append(args, "--keep-pack="+filepath.Base(p))
 		} else {
 			small++
@@ -247,9 +256,6 @@ func (s *Store) consolidatePacks(ctx context.Context) {
 		s.warnTrace("repack: %v", err)
 	}
 }
-
-// packKeptSize is the size from which consolidatePacks leaves a pack alone.
-const packKeptSize = 16 << 20
 
 // readRegularNoFollow is readNoFollow of a file that must still be a
 // regular one, of at most max bytes: its content goes into the index by id,
