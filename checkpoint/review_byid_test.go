@@ -20,32 +20,16 @@ import (
 // path the index lacks) and no checkpoint holds it.
 func TestFileGoneBeforeHashNotCached(t *testing.T) {
 	needPreimport(t)
-	ctx := context.Background()
 	s, wt := settledStore(t, tenFiles(t))
 	defer func(n int64) { heldBytesMax = n }(heldBytesMax)
 	heldBytesMax = 0 // the files are hashed by update-index, not held
 	p := filepath.Join(wt, "d1/f4.txt")
 	mustWrite(t, p, "changed\n")
 	nextSecond()
-	s.Progress = func(step string, done, total int) {
-		if step == "hashing files" {
-			os.Remove(p) // after the walk, before update-index reads the path
-		}
-	}
-	if _, err := s.Create(ctx, CreateOptions{Reason: "gone meanwhile", Source: "test"}); err != nil {
-		t.Fatal(err)
-	}
-	s.Progress = nil
-	s.cacheWrites.Wait()
+	createWhileHashed(t, s, "gone meanwhile", func() { os.Remove(p) })
 	mustWrite(t, p, "back again\n")
 	nextSecond()
-	made, err := s.Create(ctx, CreateOptions{Reason: "back", Source: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := freshTree(t, wt); made.Checkpoint.Tree != want {
-		t.Fatalf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
-	}
+	tracedCreate(t, s, wt, "back")
 }
 
 // TestByIDRandomSteps: random small changes, checkpoint after checkpoint,
@@ -96,17 +80,9 @@ func byIDRandomSteps(t *testing.T, open func(wt string) *Store) {
 		}
 		for n := rng.Intn(4) + 1; n > 0; n-- {
 			p := filepath.Join(wt, name())
-			fi, statErr := os.Lstat(p)
 			switch rng.Intn(7) {
-			case 0, 1: // same size, the mtime set back
-				if statErr == nil && fi.Mode().IsRegular() {
-					data, _ := os.ReadFile(p)
-					if len(data) > 0 {
-						data[0] ^= 1
-						os.WriteFile(p, data, fi.Mode().Perm())
-						os.Chtimes(p, fi.ModTime(), fi.ModTime())
-					}
-				}
+			case 0, 1:
+				rewriteSameSize(p)
 			case 2:
 				os.Chmod(p, []os.FileMode{0o600, 0o644, 0o755}[rng.Intn(3)])
 			case 3:
@@ -158,7 +134,6 @@ func byIDRandomSteps(t *testing.T, open func(wt string) *Store) {
 // and hold what a fresh store's does.
 func TestByIDSymlinkUnderDotGitmodules(t *testing.T) {
 	needPreimport(t)
-	ctx := context.Background()
 	s, wt := settledStore(t, tenFiles(t))
 	if err := os.MkdirAll(filepath.Join(wt, ".gitmodules"), 0o755); err != nil {
 		t.Fatal(err)
@@ -168,13 +143,7 @@ func TestByIDSymlinkUnderDotGitmodules(t *testing.T) {
 	}
 	mustWrite(t, filepath.Join(wt, ".gitmodules/file"), "a file\n")
 	nextSecond()
-	made, err := s.Create(ctx, CreateOptions{Reason: "symlink under .gitmodules", Source: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := freshTree(t, wt); made.Checkpoint.Tree != want {
-		t.Fatalf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
-	}
+	tracedCreate(t, s, wt, "symlink under .gitmodules")
 }
 
 // TestRulePropertyByIDRefresh is a round of TestRuleProperty with byIDMax
@@ -218,17 +187,9 @@ func TestChangedWhileHashed(t *testing.T) {
 	rng := rand.New(rand.NewSource(seed))
 	name := func() string { return filepath.Join(wt, fmt.Sprintf("d%d/f%d", rng.Intn(2), rng.Intn(6))) }
 	edit := func(p string) {
-		fi, err := os.Lstat(p)
 		switch rng.Intn(5) {
-		case 0: // same size, the mtime set back
-			if err == nil && fi.Mode().IsRegular() {
-				data, _ := os.ReadFile(p)
-				if len(data) > 0 {
-					data[0] ^= 1
-					os.WriteFile(p, data, fi.Mode().Perm())
-					os.Chtimes(p, fi.ModTime(), fi.ModTime())
-				}
-			}
+		case 0:
+			rewriteSameSize(p)
 		case 1:
 			os.RemoveAll(p)
 		case 2:
@@ -261,19 +222,7 @@ func TestChangedWhileHashed(t *testing.T) {
 			edit(p)
 		}
 		nextSecond()
-		once := false
-		s.Progress = func(what string, done, total int) {
-			if what == "hashing files" && !once {
-				once = true
-				edit(targets[rng.Intn(len(targets))])
-			}
-		}
-		_, err := s.Create(ctx, CreateOptions{Reason: fmt.Sprint("step ", step), Source: "test"})
-		s.Progress = nil
-		if err != nil {
-			t.Fatalf("seed %d step %d: %v", seed, step, err)
-		}
-		s.cacheWrites.Wait()
+		createWhileHashed(t, s, fmt.Sprintf("seed %d step %d", seed, step), func() { edit(targets[rng.Intn(len(targets))]) })
 		nextSecond()
 		made, err := s.Create(ctx, CreateOptions{Reason: fmt.Sprint("quiet ", step), Source: "test"})
 		if err != nil {
@@ -291,33 +240,18 @@ func TestChangedWhileHashed(t *testing.T) {
 // capture like any other: the checkpoint must still be made.
 func TestNewFileMadeDirectoryWhileHashed(t *testing.T) {
 	needPreimport(t)
-	ctx := context.Background()
 	defer func(n int64) { heldBytesMax = n }(heldBytesMax)
 	heldBytesMax = 0
 	s, wt := settledStore(t, tenFiles(t))
 	p := filepath.Join(wt, "d0/new")
 	mustWrite(t, p, "new\n")
 	nextSecond()
-	s.Progress = func(what string, done, total int) {
-		if what == "hashing files" {
-			os.Remove(p)
-			mustWrite(t, filepath.Join(p, "in"), "inside\n")
-		}
-	}
-	_, err := s.Create(ctx, CreateOptions{Reason: "made a directory meanwhile", Source: "test"})
-	s.Progress = nil
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.cacheWrites.Wait()
+	createWhileHashed(t, s, "made a directory meanwhile", func() {
+		os.Remove(p)
+		mustWrite(t, filepath.Join(p, "in"), "inside\n")
+	})
 	nextSecond()
-	made, err := s.Create(ctx, CreateOptions{Reason: "quiet", Source: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := freshTree(t, wt); made.Checkpoint.Tree != want {
-		t.Fatalf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
-	}
+	tracedCreate(t, s, wt, "quiet")
 }
 
 // TestDirectoryMadeSymlinkWhileHashed: a directory of new files the walk
@@ -326,31 +260,50 @@ func TestNewFileMadeDirectoryWhileHashed(t *testing.T) {
 // the checkpoint must still be made.
 func TestDirectoryMadeSymlinkWhileHashed(t *testing.T) {
 	needPreimport(t)
-	ctx := context.Background()
 	defer func(n int64) { heldBytesMax = n }(heldBytesMax)
 	heldBytesMax = 0
 	s, wt := settledStore(t, tenFiles(t))
 	dir := filepath.Join(wt, "d0/sub")
 	mustWrite(t, filepath.Join(dir, "new"), "new\n")
 	nextSecond()
-	s.Progress = func(what string, done, total int) {
-		if what == "hashing files" {
-			os.RemoveAll(dir)
-			os.Symlink("..", dir)
+	createWhileHashed(t, s, "made a symlink meanwhile", func() {
+		os.RemoveAll(dir)
+		os.Symlink("..", dir)
+	})
+	nextSecond()
+	tracedCreate(t, s, wt, "quiet")
+}
+
+// rewriteSameSize flips a bit of a regular file's first byte, keeping its
+// size, and sets its mtime back: only its ctime tells the change.
+func rewriteSameSize(p string) {
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	data, _ := os.ReadFile(p)
+	if len(data) > 0 {
+		data[0] ^= 1
+		os.WriteFile(p, data, fi.Mode().Perm())
+		os.Chtimes(p, fi.ModTime(), fi.ModTime())
+	}
+}
+
+// createWhileHashed takes a checkpoint, with meanwhile run once as
+// update-index is about to hash the files (after the walk).
+func createWhileHashed(t *testing.T, s *Store, what string, meanwhile func()) {
+	t.Helper()
+	once := false
+	s.Progress = func(step string, done, total int) {
+		if step == "hashing files" && !once {
+			once = true
+			meanwhile()
 		}
 	}
-	_, err := s.Create(ctx, CreateOptions{Reason: "made a symlink meanwhile", Source: "test"})
+	_, err := s.Create(context.Background(), CreateOptions{Reason: what, Source: "test"})
 	s.Progress = nil
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", what, err)
 	}
 	s.cacheWrites.Wait()
-	nextSecond()
-	made, err := s.Create(ctx, CreateOptions{Reason: "quiet", Source: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := freshTree(t, wt); made.Checkpoint.Tree != want {
-		t.Fatalf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
-	}
 }
