@@ -86,7 +86,11 @@ func (s *Store) CreateFrom(ctx context.Context, dir string, opt CreateOptions) (
 	}
 	defer cleanup()
 	arm := &Store{Dir: s.Dir, WorkTree: dir, Now: s.Now, Wait: s.Wait, Warn: s.Warn, index: index}
-	return arm.Create(ctx, opt)
+	made, err := arm.Create(ctx, opt)
+	// The arm's index goes: so does the shared part it named (git writes it
+	// beside the store's own).
+	arm.dropSharedPart(namedSharedPart(index))
+	return made, err
 }
 
 // DiffStat is the size of the change between two trees.

@@ -175,6 +175,10 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	// Files changed from here on may have been hashed in the same second as
 	// their change; see the end.
 	start := time.Now()
+	// The shared part the index names now: when the capture's index names
+	// another, this one goes (dropSharedPart).
+	sharedBefore := make(chan string, 1)
+	go func() { sharedBefore <- namedSharedPart(s.indexFile()) }()
 	// A directory changed just before the capture began, or since, may have
 	// changed while git listed it: the listing cache keeps it to list again
 	// (dirRacyCut).
@@ -487,6 +491,11 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	if len(leave) > 0 {
 		tree = "" // the index no longer holds those files: its tree is not c.tree
 	}
+	if s.splitPartLarge() {
+		if _, err := g.Run(ctx, "update-index", "--split-index"); err != nil {
+			return nil, err
+		}
+	}
 	now, err := indexStamp(s.indexFile())
 	switch {
 	case err != nil:
@@ -496,6 +505,13 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		// index's stamp of now: an index changed meanwhile would not match
 		// it.
 		s.cacheWrites.Go(func() { s.writeStatCache(entries, now, tree, c.tree) })
+	}
+	if err == nil && (cached == nil || !bytes.Equal(now, cached.stamp)) {
+		s.cacheWrites.Go(func() {
+			if before := <-sharedBefore; before != "" && before != namedSharedPart(s.indexFile()) {
+				s.dropSharedPart(before)
+			}
+		})
 	}
 	gitexec.TraceStep(fmt.Sprintf("recent changes re-checked (%d racy, %d left the index)", len(racy), len(leave)), recheck)
 	<-metaDone

@@ -24,9 +24,11 @@
 //	rewind-commitcache      each checkpoint commit's tree and message by id,
 //	                        so that the list needs no git (refcache.go)
 //	sharedindex.<id>        git's: the shared part of the split rewind-index,
-//	                        rewritten now and then; a part no index has named
-//	                        for a day is deleted by git, and a prune keeps
-//	                        only the one the index names
+//	                        written anew when the index's own part passes an
+//	                        eighth of it; the capture that leaves a part
+//	                        deletes it (unless the procedure's index names
+//	                        it), git deletes one left by a kill after a day,
+//	                        and a prune keeps only the one the index names
 //	rewind-home/            an empty directory used as git's HOME and hooks path
 //	rewind-worktree         the absolute path of the one work tree the store serves
 //	rewind-adopted-from     the work tree it served before `checkpoint adopt`

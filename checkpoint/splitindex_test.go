@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -249,4 +250,146 @@ func TestPruneLeavesOneSharedPart(t *testing.T) {
 func untilNextSecond() {
 	now := time.Now()
 	time.Sleep(now.Truncate(time.Second).Add(time.Second).Sub(now) + 110*time.Millisecond)
+}
+
+// TestReplacedSharedPartDropped checks that a capture whose index names a new
+// shared part deletes the part the index named before (git would keep it a
+// day, as large as the index), keeps one another index of the store names
+// (the procedure's), and leaves an index git reads, with exact checkpoints.
+func TestReplacedSharedPartDropped(t *testing.T) {
+	defer func(old int64) { splitPartMin = old }(splitPartMin)
+	splitPartMin = 0
+	ctx := context.Background()
+	s, wt := newStore(t)
+	splitWorkTree(t, wt, 300)
+	if _, err := s.Create(ctx, CreateOptions{Reason: "one", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // past the racy second: the index keeps every file
+	if _, err := s.Create(ctx, CreateOptions{Reason: "settled", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	first := namedSharedPart(s.indexFile())
+	if first == "" {
+		t.Fatal("the index names no shared part")
+	}
+	// Another index naming the same part: the procedure's, were its git to
+	// split its index.
+	data, err := os.ReadFile(s.indexFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.procedureIndex(), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 3; round++ {
+		// A third of the entries rewritten: the index's own part passes an
+		// eighth of the shared part (splitPartLarge), which is written anew.
+		for i := 0; i < 300; i += 3 {
+			mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/f%03d.txt", i%7, i)), fmt.Sprintf("round %d file %d\n", round, i))
+		}
+		time.Sleep(1100 * time.Millisecond)
+		made, err := s.Create(ctx, CreateOptions{Reason: fmt.Sprintf("round %d", round), Source: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		named := namedSharedPart(s.indexFile())
+		if named == "" || named == first {
+			t.Fatalf("round %d: the index names %q, not a new shared part", round, named)
+		}
+		want := []string{filepath.Join(s.gitDir(), "sharedindex."+named), filepath.Join(s.gitDir(), "sharedindex."+first)}
+		sort.Strings(want)
+		if got := sharedParts(t, s); strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("round %d: shared parts %v, want the index's and the procedure's %v", round, got, want)
+		}
+		if out, err := s.git().Run(ctx, "ls-files", "-z"); err != nil || strings.Count(string(out), "\x00") != 300 {
+			t.Fatalf("round %d: ls-files of the index: %v (%d paths)", round, err, strings.Count(string(out), "\x00"))
+		}
+		if got := freshTree(t, wt); made.Checkpoint.Tree != got {
+			t.Errorf("round %d: tree %s, a fresh store's %s", round, made.Checkpoint.Tree, got)
+		}
+	}
+	// Once the procedure's index names another, the part is deleted with the
+	// next one the store's index leaves.
+	if err := os.Remove(s.procedureIndex()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 300; i += 2 {
+		mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/f%03d.txt", i%7, i)), fmt.Sprintf("last %d\n", i))
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if _, err := s.Create(ctx, CreateOptions{Reason: "last", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := sharedParts(t, s); len(got) != 2 {
+		t.Errorf("shared parts %v: want the index's and the procedure's old one (left to git's expiry)", got)
+	}
+}
+
+// TestArmLeavesNoSharedPart checks that capturing an arm's work tree, with an
+// index of its own deleted afterwards, leaves no shared part of that index in
+// the store.
+func TestArmLeavesNoSharedPart(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	splitWorkTree(t, wt, 50)
+	if _, err := s.Create(ctx, CreateOptions{Reason: "one", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	before := sharedParts(t, s)
+	arm := filepath.Join(t.TempDir(), "arm")
+	splitWorkTree(t, arm, 80)
+	if _, err := s.CreateFrom(ctx, arm, CreateOptions{Reason: "arm", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := sharedParts(t, s); strings.Join(got, " ") != strings.Join(before, " ") {
+		t.Errorf("shared parts %v after the arm's capture, %v before", got, before)
+	}
+}
+
+// TestNamedSharedPartFormats reads the shared part's id from split indexes
+// git writes in each index version, in sha1 and sha256 repositories, with
+// entries of every name length that pads differently.
+func TestNamedSharedPartFormats(t *testing.T) {
+	for _, format := range []string{"sha1", "sha256"} {
+		for _, version := range []string{"2", "3", "4"} {
+			t.Run(format+"-v"+version, func(t *testing.T) {
+				dir := t.TempDir()
+				git := func(args ...string) {
+					t.Helper()
+					cmd := exec.Command("git", append([]string{"-c", "index.version=" + version, "-c", "splitIndex.maxPercentChange=100"}, args...)...)
+					cmd.Dir = dir
+					cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
+					if out, err := cmd.CombinedOutput(); err != nil {
+						if format == "sha256" && args[0] == "init" {
+							t.Skipf("git cannot make a sha256 repository: %s", out)
+						}
+						t.Fatalf("git %v: %v\n%s", args, err, out)
+					}
+				}
+				git("init", "-q", "--object-format="+format)
+				for i := 1; i <= 20; i++ {
+					mustWrite(t, filepath.Join(dir, strings.Repeat("n", i)+"/f"+strings.Repeat("x", i)), "a\n")
+				}
+				git("add", "-A")
+				git("update-index", "--split-index")
+				mustWrite(t, filepath.Join(dir, "n/fx"), "b\n")
+				git("add", "n/fx")
+				if version == "3" {
+					// An entry with extended flags, in the index's own part.
+					git("update-index", "--skip-worktree", "--", "nn/fxx")
+				}
+				parts, _ := filepath.Glob(filepath.Join(dir, ".git", "sharedindex.*"))
+				if len(parts) != 1 {
+					t.Fatalf("shared parts %v", parts)
+				}
+				if got, want := namedSharedPart(filepath.Join(dir, ".git", "index")), strings.TrimPrefix(filepath.Base(parts[0]), "sharedindex."); got != want {
+					t.Errorf("named %q, the part is %q", got, want)
+				}
+			})
+		}
+	}
+	if got := namedSharedPart(filepath.Join(t.TempDir(), "none")); got != "" {
+		t.Errorf("a missing index names %q", got)
+	}
 }
