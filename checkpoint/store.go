@@ -42,9 +42,10 @@ type Store struct {
 
 	dirOK sync.Map // capture's cache: directory -> no symlink or file above or at it
 
-	// cacheWrites counts the stat cache writes still under way: a capture
-	// writes it beside the steps that follow (the commit, the ref), and the
-	// next capture and the unlock wait for it.
+	// cacheWrites counts the stat cache writes (and the deletion of a shared
+	// part the index left) still under way: a capture does them beside the
+	// steps that follow (the commit, the ref), and the next capture and the
+	// unlock wait for them.
 	cacheWrites sync.WaitGroup
 
 	// commits is the commit cache as the last list of checkpoints had it
