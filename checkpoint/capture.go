@@ -528,16 +528,20 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 // the same directories, the directories are the cache's: none is read.
 func (s *Store) buildMeta(ctx context.Context, c *capture, h *held, keep []verdict, listing *listCache, trusted bool, since time.Time) ([]Skipped, error) {
 	parents := parentsDigest(keep)
-	if h.fromCache && bytes.Equal(listing.parents, parents) {
+	if h.fromCache && len(h.confirmed) == 0 && bytes.Equal(listing.parents, parents) {
 		c.meta = newMeta(h, keep, listing.dirPerms, listing.empty)
 		return nil, nil
 	}
-	// Listed again in part, with the same directories holding kept files:
-	// only the directories listed again are read; the others, unchanged,
-	// hold what the cache says.
+	// Listed again in part (or confirmed: the same names), with the same
+	// directories holding kept files: only the directories listed again
+	// are read, and the confirmed ones looked at again; the others,
+	// unchanged, hold what the cache says.
 	var only dirSet
-	if h.relisted != nil && bytes.Equal(listing.parents, parents) {
+	if (h.relisted != nil || h.fromCache) && bytes.Equal(listing.parents, parents) {
 		only = h.relisted
+		if only == nil {
+			only = dirSet{}
+		}
 		for d := range only {
 			if fi, err := os.Lstat(filepath.Join(s.WorkTree, d)); err != nil || !fi.IsDir() {
 				only = nil // (its parent would have been listed again)
@@ -545,16 +549,27 @@ func (s *Store) buildMeta(ctx context.Context, c *capture, h *held, keep []verdi
 			}
 		}
 	}
-	found, empty, unread, err := s.metaDirs(ctx, h, keep, since, only)
+	found, empty, unread, err := s.metaDirs(ctx, h, keep, since, only, listing)
 	if err != nil {
 		return nil, err
 	}
 	if only != nil {
-		gitexec.TraceStep(fmt.Sprintf("directories read again: %d listed again, and below", len(only)), time.Now())
+		gitexec.TraceStep(fmt.Sprintf("directories read again: %d listed again, and below; %d with the same names", len(only), len(h.confirmed)), time.Now())
 		for d, k := range listing.dirs {
 			if !only.holds(d) {
-				found[d] = dirFound{ok: true, perm: listing.dirPerms[d], keys: k}
+				found[d] = dirFound{ok: true, perm: listing.dirPerms[d], keys: k, digest: listing.digests[d]}
 			}
+		}
+		// A confirmed directory keeps its names' digest, with its stat data
+		// (and permission bits) of now: a change since the names were read
+		// is of the capture's second, so marked racy.
+		for _, d := range h.confirmed {
+			f := s.lookAtDir(d, since)
+			if !f.ok {
+				f = dirFound{ok: true, perm: listing.dirPerms[d], keys: racyKeys}
+			}
+			f.digest = listing.digests[d]
+			found[d] = f
 		}
 		for _, d := range listing.empty {
 			if !only.holds(d) {
@@ -565,8 +580,12 @@ func (s *Store) buildMeta(ctx context.Context, c *capture, h *held, keep []verdi
 	}
 	perms := make(map[string]os.FileMode, len(found))
 	keys := make(map[string]dirKeys, len(found))
+	digests := map[string][]byte{}
 	for d, f := range found {
 		perms[d], keys[d] = f.perm, f.keys
+		if f.digest != nil {
+			digests[d] = f.digest
+		}
 	}
 	c.meta = newMeta(h, keep, perms, empty)
 	if !trusted {
@@ -578,7 +597,7 @@ func (s *Store) buildMeta(ctx context.Context, c *capture, h *held, keep []verdi
 		return unread, nil
 	}
 	s.writeListCache(&listCache{inputs: h.inputs, paths: h.paths, tracked: h.tracked, dirs: keys,
-		parents: parents, empty: empty, dirPerms: perms})
+		parents: parents, empty: empty, dirPerms: perms, digests: digests})
 	return unread, nil
 }
 

@@ -1,15 +1,19 @@
 package checkpoint
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The listing cache (rewind-listcache) spares a capture git's walk of the
@@ -30,8 +34,14 @@ import (
 //   - when every input and every directory is as the cache holds it, the
 //     listing is the cache's (and so are the directories without files the
 //     checkpoint records, when the files kept lie in the same directories);
-//   - when some directories changed, git lists those subtrees only
-//     (pathspecs), and the rest is the cache's;
+//   - when some directories changed, those whose names are still the ones
+//     git listed (a digest of each entry's name and kind, and of the
+//     .gitignore's content: namesDigest) keep the cache's listing, and only
+//     their stat data is taken again: a file written anew (a restore, a
+//     checkout, an editor's save through a temporary file) changes its
+//     directory's times, not what git lists there;
+//   - git lists the other changed subtrees only (pathspecs), and the rest
+//     is the cache's;
 //   - else (an input changed, the root changed, too many directories) git
 //     lists the whole tree, as without the cache.
 //
@@ -39,14 +49,18 @@ import (
 // last change lies before the second, less one, in which the capture began:
 // a directory changed while (or just before) git read it is listed again
 // next time, whatever its times say (file systems with whole-second or
-// coarse clock times). A file system whose directories do not change their
-// times as entries come and go (network and FUSE file systems, some
-// others) never uses the cache: see dirCacheTrusted. Nested repositories,
+// coarse clock times). A names digest is recorded for a directory git
+// listed only when its stat data is trusted and the same after the names
+// were read; one a capture confirms keeps its digest with the stat data of
+// then, marked racy if it changed in the capture's second (so read again).
+// A file system whose directories do not change their times as entries come
+// and go (network and FUSE file systems, some others) never uses the cache:
+// see dirCacheTrusted. Nested repositories,
 // submodules and unreadable directories make the listing uncached (their
 // inputs are other repositories'). The cache is read whole and checked (its
 // own checksum, then every input); one that fails is ignored, never an error.
 
-const listCacheMagic = "rewind listing cache 1\n"
+const listCacheMagic = "rewind listing cache 2\n"
 
 // dirKeys is what the cache compares of a directory: its own stat data and
 // its .gitignore's (zero when it has none).
@@ -63,6 +77,7 @@ type listCache struct {
 	parents  []byte             // digest of the directories holding kept files
 	empty    []string           // the directories holding none (meta.dirs)
 	dirPerms map[string]os.FileMode
+	digests  map[string][]byte // a directory's names (namesDigest), where known
 }
 
 // listCacheFile is the cache's file, or "" for a store capturing another
@@ -115,6 +130,7 @@ func (c *listCache) encode() []byte {
 		key(c.dirs[d].dir)
 		key(c.dirs[d].ignore)
 		b = binary.AppendUvarint(b, uint64(c.dirPerms[d]))
+		str(string(c.digests[d]))
 	}
 	b = binary.AppendUvarint(b, uint64(len(c.empty)))
 	for _, d := range c.empty {
@@ -137,7 +153,7 @@ func decodeListCache(data []byte) (*listCache, error) {
 		}
 		return k
 	}
-	c := &listCache{tracked: map[string]bool{}, dirs: map[string]dirKeys{}, dirPerms: map[string]os.FileMode{}}
+	c := &listCache{tracked: map[string]bool{}, dirs: map[string]dirKeys{}, dirPerms: map[string]os.FileMode{}, digests: map[string][]byte{}}
 	c.inputs = []byte(r.str())
 	c.parents = []byte(r.str())
 	n := r.uvarint()
@@ -167,6 +183,9 @@ func decodeListCache(data []byte) (*listCache, error) {
 		d := r.str()
 		c.dirs[d] = dirKeys{key(), key()}
 		c.dirPerms[d] = os.FileMode(r.uvarint()) & os.ModePerm
+		if digest := r.str(); digest != "" {
+			c.digests[d] = []byte(digest)
+		}
 	}
 	n = r.uvarint()
 	for i := uint64(0); i < n && r.ok; i++ {
@@ -210,9 +229,10 @@ func (s *Store) writeListCache(c *listCache) {
 
 // dirFound is what a look at a directory found.
 type dirFound struct {
-	ok   bool // it is a directory
-	perm os.FileMode
-	keys dirKeys
+	ok     bool // it is a directory
+	perm   os.FileMode
+	keys   dirKeys
+	digest []byte // its names (namesDigest), when known to be those git listed
 }
 
 // lookAtDir stats a directory and its .gitignore. One of them changed at or
@@ -240,33 +260,111 @@ func (s *Store) lookAtDir(d string, since time.Time) dirFound {
 
 // changedDirs stats every directory the cache holds, side by side, and
 // returns those whose stat data (or whose .gitignore's) is not the cache's,
-// outermost only: a subtree listed again is listed whole.
-func (s *Store) changedDirs(c *listCache) []string {
+// outermost only: a subtree listed again is listed whole. Of those, the ones
+// whose names are still those the cache recorded (namesDigest: a file
+// written anew, as a restore, an editor's save or a checkout write one, or a
+// file made and deleted since) are confirmed instead: their listing is the
+// cache's, and only their stat data is taken again.
+func (s *Store) changedDirs(c *listCache) (out, confirmed []string) {
 	dirs := make([]string, 0, len(c.dirs))
 	for d := range c.dirs {
 		dirs = append(dirs, d)
 	}
 	sort.Strings(dirs)
 	changed := make([]bool, len(dirs))
+	same := make([]bool, len(dirs))
 	forEach(len(dirs), func(i int) {
 		// The racy cut is irrelevant here: a key is only compared.
-		k := s.lookAtDir(dirs[i], farFuture).keys
-		changed[i] = k != c.dirs[dirs[i]] || k == racyKeys
+		d := dirs[i]
+		k := s.lookAtDir(d, farFuture).keys
+		changed[i] = k != c.dirs[d] || k == racyKeys
+		if changed[i] && c.digests[d] != nil {
+			// Read now, in the capture: a change after it is one of the
+			// capture's second, which the stat data recorded marks racy
+			// (dirRacyCut), so that the next capture looks again.
+			digest, ok := namesDigest(filepath.Join(s.WorkTree, d))
+			same[i] = ok && bytes.Equal(digest, c.digests[d])
+		}
 	})
-	var out []string
 	for i, d := range dirs {
 		if !changed[i] {
 			continue
 		}
+		if same[i] {
+			confirmed = append(confirmed, d)
+			continue
+		}
 		if d == "" {
-			return []string{""}
+			return []string{""}, nil
 		}
 		if len(out) > 0 && within(d, out[len(out)-1]) {
 			continue // sorted: an enclosing directory comes first
 		}
 		out = append(out, d)
 	}
-	return out
+	// A confirmed directory below one listed again is listed with it.
+	kept := confirmed[:0]
+	set := newDirSet(out)
+	for _, d := range confirmed {
+		if !set.holds(d) {
+			kept = append(kept, d)
+		}
+	}
+	return out, kept
+}
+
+// namesDigest digests what a directory's listing depends on besides the
+// listing's inputs: the name and kind of each of its entries and the content
+// of its .gitignore. With the same names, kinds and .gitignore, git lists the
+// same files there (what lies below a subdirectory is that one's own). false
+// when it cannot be read, or its .gitignore is a symlink (read through by a
+// git before 2.32, which this does not follow).
+func namesDigest(dir string) ([]byte, bool) {
+	f, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, false
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	sum := sha256.New()
+	for _, e := range entries {
+		fmt.Fprintf(sum, "%d %s\x00", e.Type(), e.Name())
+		if e.Name() == ".gitignore" {
+			if !e.Type().IsRegular() {
+				return nil, false
+			}
+			data, err := os.ReadFile(filepath.Join(dir, ".gitignore"))
+			if err != nil {
+				return nil, false
+			}
+			fmt.Fprintf(sum, "%d:%s", len(data), data)
+		}
+	}
+	return sum.Sum(nil)[:16], true
+}
+
+// lookWithDigest is lookAtDir with the directory's names digest, for a
+// directory git listed in this capture: known when its stat data is trusted
+// (its last change before the capture began, so git listed what is there)
+// and the same after the names were read (nothing changed in between). A
+// directory whose stat data is the one prior recorded keeps prior's digest.
+func (s *Store) lookWithDigest(d string, since time.Time, prior *listCache) dirFound {
+	f := s.lookAtDir(d, since)
+	if !f.ok || f.keys == racyKeys {
+		return f
+	}
+	if prior != nil && prior.digests[d] != nil && prior.dirs[d] == f.keys {
+		f.digest = prior.digests[d]
+		return f
+	}
+	if digest, ok := namesDigest(filepath.Join(s.WorkTree, d)); ok && s.lookAtDir(d, farFuture).keys == f.keys {
+		f.digest = digest
+	}
+	return f
 }
 
 var farFuture = time.Unix(1<<40, 0)

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -24,6 +25,7 @@ func TestListCacheRoundTrip(t *testing.T) {
 		tracked:  map[string]bool{"b/c": true},
 		dirs:     map[string]dirKeys{"": {dir: statKey{1, 2, 3, 4, 5, 6, 7, 8}}, "b": racyKeys},
 		dirPerms: map[string]os.FileMode{"": 0o755, "b": 0o700},
+		digests:  map[string][]byte{"b": []byte("0123456789abcdef")},
 		empty:    []string{"b/x"}}
 	data := want.encode()
 	got, err := decodeListCache(data)
@@ -98,6 +100,36 @@ func TestListCacheSameCheckpoints(t *testing.T) {
 	steps := []func() string{
 		func() string { p := file(); mustWrite(t, filepath.Join(wt, p), "new "+p); return "write " + p },
 		func() string { p := file(); os.RemoveAll(filepath.Join(wt, p)); return "remove " + p },
+		func() string {
+			// a new file in place of the old, as a restore or a checkout
+			// writes one: the directory changes, its names do not
+			p := file()
+			if os.Remove(filepath.Join(wt, p)) != nil {
+				return "nothing"
+			}
+			mustWrite(t, filepath.Join(wt, p), fmt.Sprint("anew ", rng.Int()))
+			return "write anew " + p
+		},
+		func() string {
+			p := filepath.Join(wt, dir(), "tmp~")
+			if os.MkdirAll(filepath.Dir(p), 0o755) != nil || os.WriteFile(p, nil, 0o644) != nil {
+				return "nothing"
+			}
+			os.Remove(p)
+			return "a file made and removed in " + filepath.Dir(p)
+		},
+		func() string {
+			// a file and a directory of one name, in turn
+			p := filepath.Join(dir(), "swap")
+			fi, err := os.Lstat(filepath.Join(wt, p))
+			os.RemoveAll(filepath.Join(wt, p))
+			if err == nil && fi.IsDir() {
+				mustWrite(t, filepath.Join(wt, p), "a file")
+				return "a file in place of the directory " + p
+			}
+			mustWrite(t, filepath.Join(wt, p, "inner.go"), "inner")
+			return "a directory in place of " + p
+		},
 		func() string { d := dir(); os.RemoveAll(filepath.Join(wt, d, "out")); return "remove " + d + "/out" },
 		func() string {
 			d := dir()
@@ -159,7 +191,8 @@ func TestListCacheSameCheckpoints(t *testing.T) {
 			return "a nested repository"
 		},
 	}
-	hits, partial := 0, 0
+	hits, partial, confirmed := 0, 0, 0
+	sameNames := regexp.MustCompile(`[1-9][0-9]* with the same names`)
 	for step := 0; step < 60; step++ {
 		var did []string
 		if rng.Intn(2) == 0 {
@@ -212,6 +245,9 @@ func TestListCacheSameCheckpoints(t *testing.T) {
 		case strings.Contains(trace.String(), "by the listing cache and git"):
 			partial++
 		}
+		if sameNames.MatchString(trace.String()) {
+			confirmed++
+		}
 		dirCacheOff = true
 		b, err := without.Create(ctx, CreateOptions{Reason: fmt.Sprint("step ", step), Source: "test"})
 		dirCacheOff = false
@@ -245,7 +281,7 @@ func TestListCacheSameCheckpoints(t *testing.T) {
 	// (Some sequences keep the project uncacheable for long stretches, a
 	// tracked nested repository for one: the use of the cache is asserted by
 	// TestRulePropertyDirCache and the checkpoint_dir_cache script.)
-	t.Logf("listing cache: %d captures whole, %d in part", hits, partial)
+	t.Logf("listing cache: %d captures whole, %d in part, %d with directories confirmed by their names", hits, partial, confirmed)
 }
 
 // TestListCacheRacyDirectory checks the racy rule with the real cut: a
@@ -561,4 +597,93 @@ func TestListCachePartialMeta(t *testing.T) {
 	os.Chmod(filepath.Join(wt, "e"), 0o700)
 	os.Remove(filepath.Join(wt, "e/f"))
 	compare("again")
+}
+
+// TestListCacheSameNames checks the directories that changed with the same
+// names: a file written anew (as a restore writes one), a file made and
+// removed, a directory's bits, are taken from the cache without git's
+// listing; a new name, a file become a directory and a .gitignore rewritten
+// at the same size are listed again. Each checkpoint is the one a store
+// without the cache makes.
+func TestListCacheSameNames(t *testing.T) {
+	ctx := context.Background()
+	withCache, wt := newStore(t)
+	without, err := Open(wt, filepath.Join(t.TempDir(), "without"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	without.Now = withCache.Now
+	if !trustedHere(withCache) {
+		t.Skip("the listing cache does not trust this file system")
+	}
+	defer func(cut func(time.Time, bool) time.Time) { dirRacyCut = cut }(dirRacyCut)
+	dirRacyCut = func(start time.Time, _ bool) time.Time { return start }
+	mustWrite(t, filepath.Join(wt, ".gitignore"), "*.log\n")
+	for i := 0; i < 6; i++ {
+		mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/f.txt", i)), "one\n")
+		mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/g.txt", i)), "one\n")
+	}
+	capture := func(what string) string {
+		t.Helper()
+		time.Sleep(15 * time.Millisecond) // the change lies before the capture's start
+		var trace bytes.Buffer
+		gitexec.Trace = &trace
+		a, err := withCache.Create(ctx, CreateOptions{Reason: what, Source: "test"})
+		gitexec.Trace = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirCacheOff = true
+		b, err := without.Create(ctx, CreateOptions{Reason: what, Source: "test"})
+		dirCacheOff = false
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Checkpoint.Tree != b.Checkpoint.Tree || !sameMeta(a.Checkpoint.meta, b.Checkpoint.meta) {
+			diff, _ := withCache.git().Run(ctx, "diff-tree", "-r", "--name-status", b.Checkpoint.Tree, a.Checkpoint.Tree)
+			t.Fatalf("%s: with the listing cache %s %q, without %s %q\n%s", what,
+				a.Checkpoint.Tree, a.Checkpoint.meta.trailers(), b.Checkpoint.Tree, b.Checkpoint.meta.trailers(), diff)
+		}
+		time.Sleep(15 * time.Millisecond)
+		return trace.String()
+	}
+	capture("first")
+	capture("settled")
+	for _, c := range []struct {
+		what   string
+		change func()
+		same   bool // listed from the cache, the directory confirmed by its names
+	}{
+		{"a file written anew", func() {
+			os.Remove(filepath.Join(wt, "d0/f.txt"))
+			mustWrite(t, filepath.Join(wt, "d0/f.txt"), "two\n")
+		}, true},
+		{"a file made and removed", func() {
+			mustWrite(t, filepath.Join(wt, "d1/tmp"), "")
+			os.Remove(filepath.Join(wt, "d1/tmp"))
+		}, true},
+		{"a directory's bits", func() { os.Chmod(filepath.Join(wt, "d2"), 0o700) }, true},
+		{"an ignored file", func() { mustWrite(t, filepath.Join(wt, "d3/x.log"), "") }, false},
+		{"a new file", func() { mustWrite(t, filepath.Join(wt, "d3/new.txt"), "") }, false},
+		{"a file become a directory", func() {
+			os.Remove(filepath.Join(wt, "d4/g.txt"))
+			mustWrite(t, filepath.Join(wt, "d4/g.txt/inner.txt"), "")
+		}, false},
+		{"a .gitignore rewritten at its size", func() { mustWrite(t, filepath.Join(wt, ".gitignore"), "*.txt\n") }, false},
+		{"the file ignored now written anew", func() {
+			os.Remove(filepath.Join(wt, "d5/f.txt"))
+			mustWrite(t, filepath.Join(wt, "d5/f.txt"), "three\n")
+		}, true},
+	} {
+		c.change()
+		trace := capture(c.what)
+		if got := strings.Contains(trace, "0 listed again, and below; 1 with the same names") && strings.Contains(trace, "by the listing cache;"); got != c.same {
+			t.Errorf("%s: listed from the cache with directories confirmed by their names: %v, want %v\n%s", c.what, got, c.same, trace)
+		}
+		// and the next capture, with nothing changed, takes it all from
+		// the cache, the directory's stat data recorded again
+		if trace := capture(c.what + ", again"); !strings.Contains(trace, "by the listing cache;") || strings.Contains(trace, "with the same names") {
+			t.Errorf("%s, again: not all from the cache\n%s", c.what, trace)
+		}
+	}
 }

@@ -141,7 +141,7 @@ func parseMetaTrailer(m **meta, key, value string) bool {
 // just those and the directories below them are read: the caller has the
 // others from the cache. A directory listed again that holds no kept file was
 // recorded as one holding none, and still is.
-func (s *Store) metaDirs(ctx context.Context, h *held, kept []verdict, since time.Time, only dirSet) (found map[string]dirFound, empty []string, skipped []Skipped, err error) {
+func (s *Store) metaDirs(ctx context.Context, h *held, kept []verdict, since time.Time, only dirSet, prior *listCache) (found map[string]dirFound, empty []string, skipped []Skipped, err error) {
 	dirs := map[string]bool{"": true}
 	for _, v := range kept {
 		for d := path.Dir(v.path); d != "."; d = path.Dir(d) {
@@ -213,7 +213,7 @@ func (s *Store) metaDirs(ctx context.Context, h *held, kept []verdict, since tim
 		}
 	}
 	looks := make([]dirFound, len(dirList))
-	forEach(len(dirList), func(i int) { looks[i] = s.lookAtDir(dirList[i], since) })
+	forEach(len(dirList), func(i int) { looks[i] = s.lookWithDigest(dirList[i], since, prior) })
 	found = make(map[string]dirFound, len(dirList))
 	for i, d := range dirList {
 		if looks[i].ok {

@@ -61,10 +61,11 @@ type held struct {
 	config     []byte
 	configRead bool
 
-	inputs    []byte // listingInputs' digest; nil when the listing cannot be cached
-	listedBy  string // how the paths were found (for REWIND_TRACE)
-	fromCache bool   // all from the listing cache
-	relisted  dirSet // the directories listed again, the rest from the cache
+	inputs    []byte   // listingInputs' digest; nil when the listing cannot be cached
+	listedBy  string   // how the paths were found (for REWIND_TRACE)
+	fromCache bool     // all from the listing cache
+	relisted  dirSet   // the directories listed again, the rest from the cache
+	confirmed []string // directories changed with the same names: listed as the cache has them (changedDirs)
 
 	unreadable []Skipped // directories git could not list
 	opaque     []string  // repositories git answers nothing for below: submodules not checked out, repositories it does not trust
@@ -172,7 +173,8 @@ func (s *Store) hold(ctx context.Context, trusted bool) (*held, *listCache, erro
 		h.config, h.configRead = config, h.inRepo
 	}
 	if cache != nil && h.inputs != nil && bytes.Equal(cache.inputs, h.inputs) {
-		changed := s.changedDirs(cache)
+		changed, confirmed := s.changedDirs(cache)
+		h.confirmed = confirmed
 		switch {
 		case len(changed) == 0:
 			h.paths, h.tracked, h.repos, h.listedBy, h.fromCache = cache.paths, cache.tracked, []string{""}, "the listing cache", true
