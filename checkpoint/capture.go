@@ -549,9 +549,14 @@ func (s *Store) buildMeta(ctx context.Context, c *capture, h *held, keep []verdi
 			}
 		}
 	}
-	found, empty, unread, err := s.metaDirs(ctx, h, keep, since, only, listing)
-	if err != nil {
-		return nil, err
+	found, empty, unread := map[string]dirFound{}, []string(nil), []Skipped(nil)
+	if only == nil || len(only) > 0 {
+		// (nothing listed again: no directory to read, nor the kept files'
+		// directories to work out)
+		var err error
+		if found, empty, unread, err = s.metaDirs(ctx, h, keep, since, only, listing); err != nil {
+			return nil, err
+		}
 	}
 	if only != nil {
 		gitexec.TraceStep(fmt.Sprintf("directories read again: %d listed again, and below; %d with the same names", len(only), len(h.confirmed)), time.Now())
