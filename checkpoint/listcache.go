@@ -282,7 +282,7 @@ func (s *Store) changedDirs(c *listCache) (out, confirmed []string) {
 			// Read now, in the capture: a change after it is one of the
 			// capture's second, which the stat data recorded marks racy
 			// (dirRacyCut), so that the next capture looks again.
-			digest, ok := namesDigest(filepath.Join(s.WorkTree, d))
+			digest, ok := namesDigest(s.WorkTree, d)
 			same[i] = ok && bytes.Equal(digest, c.digests[d])
 		}
 	})
@@ -318,8 +318,12 @@ func (s *Store) changedDirs(c *listCache) (out, confirmed []string) {
 // of its .gitignore. With the same names, kinds and .gitignore, git lists the
 // same files there (what lies below a subdirectory is that one's own). false
 // when it cannot be read, or its .gitignore is a symlink (read through by a
-// git before 2.32, which this does not follow).
-func namesDigest(dir string) ([]byte, bool) {
+// git before 2.32, which this does not follow), or it holds a .git below the
+// work tree's top: whether git takes it for a nested repository depends on
+// what that .git holds (a valid repository, a gitfile naming one), not on
+// its name. (The top's own .git is the project's: its listing's inputs.)
+func namesDigest(workTree, d string) ([]byte, bool) {
+	dir := filepath.Join(workTree, d)
 	f, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, false
@@ -332,6 +336,9 @@ func namesDigest(dir string) ([]byte, bool) {
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 	sum := sha256.New()
 	for _, e := range entries {
+		if d != "" && strings.EqualFold(e.Name(), ".git") {
+			return nil, false
+		}
 		fmt.Fprintf(sum, "%d %s\x00", e.Type(), e.Name())
 		if e.Name() == ".gitignore" {
 			if !e.Type().IsRegular() {
@@ -361,7 +368,7 @@ func (s *Store) lookWithDigest(d string, since time.Time, prior *listCache) dirF
 		f.digest = prior.digests[d]
 		return f
 	}
-	if digest, ok := namesDigest(filepath.Join(s.WorkTree, d)); ok && s.lookAtDir(d, farFuture).keys == f.keys {
+	if digest, ok := namesDigest(s.WorkTree, d); ok && s.lookAtDir(d, farFuture).keys == f.keys {
 		f.digest = digest
 	}
 	return f
