@@ -118,3 +118,22 @@ func listingSteps(trace string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestListCacheGitFilledIn: a directory's .git that is no repository (here
+// an empty directory) filled in as one, by git init, leaves the directory's
+// own stat data as it was: it is a nested repository all the same.
+func TestListCacheGitFilledIn(t *testing.T) {
+	p := newDigestPair(t)
+	gitIn(t, p.wt, "init", "-q")
+	mustWrite(t, filepath.Join(p.wt, ".gitignore"), "*.log\n")
+	mustWrite(t, filepath.Join(p.wt, "sub/a.txt"), "a\n")
+	mustWrite(t, filepath.Join(p.wt, "sub/x.log"), "x\n")
+	if err := os.Mkdir(filepath.Join(p.wt, "sub/.git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.compare("first")
+	p.compare("settled")
+	gitIn(t, filepath.Join(p.wt, "sub"), "init", "-q")
+	gitIn(t, filepath.Join(p.wt, "sub"), "add", "-f", "a.txt", "x.log")
+	p.compare("sub/.git filled in")
+}
