@@ -137,3 +137,26 @@ func TestListCacheGitFilledIn(t *testing.T) {
 	gitIn(t, filepath.Join(p.wt, "sub"), "add", "-f", "a.txt", "x.log")
 	p.compare("sub/.git filled in")
 }
+
+// TestListCacheGitdirAppears: a gitfile naming a repository (outside the
+// work tree) that is not there yet; when it appears, nothing in the work
+// tree changed.
+func TestListCacheGitdirAppears(t *testing.T) {
+	p := newDigestPair(t)
+	gitIn(t, p.wt, "init", "-q")
+	mustWrite(t, filepath.Join(p.wt, ".gitignore"), "*.log\n")
+	mustWrite(t, filepath.Join(p.wt, "sub/a.txt"), "a\n")
+	mustWrite(t, filepath.Join(p.wt, "sub/x.log"), "x\n")
+	away := t.TempDir()
+	gitIn(t, p.wt, "init", "-q", "--separate-git-dir", filepath.Join(away, "gitdir"), filepath.Join(p.wt, "sub"))
+	gitIn(t, filepath.Join(p.wt, "sub"), "add", "-f", "a.txt", "x.log")
+	if err := os.Rename(filepath.Join(away, "gitdir"), filepath.Join(away, "not-yet")); err != nil {
+		t.Fatal(err)
+	}
+	p.compare("first")
+	p.compare("settled")
+	if err := os.Rename(filepath.Join(away, "not-yet"), filepath.Join(away, "gitdir")); err != nil {
+		t.Fatal(err)
+	}
+	p.compare("the gitdir appeared")
+}
