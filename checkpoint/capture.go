@@ -549,12 +549,12 @@ func (s *Store) buildMeta(ctx context.Context, c *capture, h *held, keep []verdi
 			}
 		}
 	}
-	found, empty, unread := map[string]dirFound{}, []string(nil), []Skipped(nil)
+	found, empty, unread, stray := map[string]dirFound{}, []string(nil), []Skipped(nil), false
 	if only == nil || len(only) > 0 {
 		// (nothing listed again: no directory to read, nor the kept files'
-		// directories to work out)
+		// directories to work out; a confirmed directory holds no .git)
 		var err error
-		if found, empty, unread, err = s.metaDirs(ctx, h, keep, since, only, listing); err != nil {
+		if found, empty, unread, stray, err = s.metaDirs(ctx, h, keep, since, only, listing); err != nil {
 			return nil, err
 		}
 	}
@@ -597,7 +597,7 @@ func (s *Store) buildMeta(ctx context.Context, c *capture, h *held, keep []verdi
 		s.writeListCache(nil)
 		return unread, nil
 	}
-	if h.inputs == nil || len(h.repos) != 1 || len(h.opaque) > 0 || len(h.unreadable) > 0 || len(unread) > 0 {
+	if h.inputs == nil || len(h.repos) != 1 || len(h.opaque) > 0 || len(h.unreadable) > 0 || len(unread) > 0 || stray {
 		s.writeListCache(nil)
 		return unread, nil
 	}

@@ -57,10 +57,12 @@ import (
 // and go (network and FUSE file systems, some others) never uses the cache:
 // see dirCacheTrusted. Nested repositories,
 // submodules and unreadable directories make the listing uncached (their
-// inputs are other repositories'). The cache is read whole and checked (its
+// inputs are other repositories'), and so does a .git below the top that git
+// did not take for a repository (it becomes one, its directory's stat data
+// unchanged, when git init fills it in or a gitfile's gitdir appears). The cache is read whole and checked (its
 // own checksum, then every input); one that fails is ignored, never an error.
 
-const listCacheMagic = "rewind listing cache 2\n"
+const listCacheMagic = "rewind listing cache 3\n"
 
 // dirKeys is what the cache compares of a directory: its own stat data and
 // its .gitignore's (zero when it has none).

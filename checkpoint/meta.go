@@ -136,12 +136,13 @@ func parseMetaTrailer(m **meta, key, value string) bool {
 // not ignore is recorded, and read in turn). It returns each directory found
 // with its permission bits and its keys for the listing cache (stat data
 // taken now, racy ones marked: see dirKeysOf), and the directories holding
-// no kept file. With only (the directories a partial listing listed again,
+// no kept file, and whether one of them below the top holds a .git (stray:
+// the listing cannot be cached). With only (the directories a partial listing listed again,
 // the directories holding kept files being those of the cache's listing),
 // just those and the directories below them are read: the caller has the
 // others from the cache. A directory listed again that holds no kept file was
 // recorded as one holding none, and still is.
-func (s *Store) metaDirs(ctx context.Context, h *held, kept []verdict, since time.Time, only dirSet, prior *listCache) (found map[string]dirFound, empty []string, skipped []Skipped, err error) {
+func (s *Store) metaDirs(ctx context.Context, h *held, kept []verdict, since time.Time, only dirSet, prior *listCache) (found map[string]dirFound, empty []string, skipped []Skipped, stray bool, err error) {
 	dirs := map[string]bool{"": true}
 	for _, v := range kept {
 		for d := path.Dir(v.path); d != "."; d = path.Dir(d) {
@@ -169,8 +170,9 @@ func (s *Store) metaDirs(ctx context.Context, h *held, kept []verdict, since tim
 		// The directories of a level are read side by side; what each
 		// holds is sorted out after, in order.
 		subdirs := make([][]string, len(level))
+		gits := make([]bool, len(level))
 		errs := make([]error, len(level))
-		forEach(len(level), func(i int) { subdirs[i], errs[i] = readSubdirs(filepath.Join(s.WorkTree, level[i])) })
+		forEach(len(level), func(i int) { subdirs[i], gits[i], errs[i] = readSubdirs(filepath.Join(s.WorkTree, level[i])) })
 		var candidates []string
 		for i, d := range level {
 			if err := errs[i]; err != nil {
@@ -179,6 +181,11 @@ func (s *Store) metaDirs(ctx context.Context, h *held, kept []verdict, since tim
 				}
 				continue
 			}
+			// A .git below the top that git did not take for a
+			// repository may become one without this directory's stat
+			// data changing (git init fills it in, a gitfile's gitdir
+			// appears): the listing cannot be cached.
+			stray = stray || (gits[i] && d != "")
 			for _, name := range subdirs[i] {
 				sub := name
 				if d != "" {
@@ -193,7 +200,7 @@ func (s *Store) metaDirs(ctx context.Context, h *held, kept []verdict, since tim
 		if len(candidates) > 0 {
 			ignored, err := s.ignoredNow(ctx, h, candidates, true)
 			if err != nil {
-				return nil, nil, nil, err
+				return nil, nil, nil, false, err
 			}
 			for _, c := range candidates {
 				if !ignored[c] {
@@ -220,7 +227,7 @@ func (s *Store) metaDirs(ctx context.Context, h *held, kept []verdict, since tim
 			found[d] = looks[i]
 		}
 	}
-	return found, empty, skipped, nil
+	return found, empty, skipped, stray, nil
 }
 
 // newMeta records the permission bits of the kept files and of the
@@ -268,26 +275,29 @@ func newMeta(h *held, kept []verdict, dirPerms map[string]os.FileMode, empty []s
 }
 
 // readSubdirs returns the names of the directories in dir, sorted (os.ReadDir
-// would sort every entry; only directories matter here). Entries whose type
-// the file system does not give are looked at with lstat (by os.File.ReadDir).
-func readSubdirs(dir string) ([]string, error) {
+// would sort every entry; only directories matter here), and whether dir
+// holds a .git entry. Entries whose type the file system does not give are
+// looked at with lstat (by os.File.ReadDir).
+func readSubdirs(dir string) ([]string, bool, error) {
 	f, err := os.Open(dir)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer f.Close()
 	entries, err := f.ReadDir(-1)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var out []string
+	git := false
 	for _, e := range entries {
 		if e.IsDir() {
 			out = append(out, e.Name())
 		}
+		git = git || strings.EqualFold(e.Name(), ".git")
 	}
 	sort.Strings(out)
-	return out, nil
+	return out, git, nil
 }
 
 // execIndex is 1 for bits git records as executable (the owner's x), else 0.
