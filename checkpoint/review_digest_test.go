@@ -3,8 +3,11 @@ package checkpoint
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -159,4 +162,178 @@ func TestListCacheGitdirAppears(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.compare("the gitdir appeared")
+}
+
+// TestListCacheDigestRestores: random edits, and restores (whole, or of one
+// path) of earlier checkpoints, each followed by a capture with the listing
+// cache and one without: a restore writes files anew, the directories keep
+// their names, and the cache confirms them by their names.
+func TestListCacheDigestRestores(t *testing.T) {
+	ctx := context.Background()
+	p := newDigestPair(t)
+	wt := p.wt
+	gitIn(t, wt, "init", "-q")
+	mustWrite(t, filepath.Join(wt, ".gitignore"), "*.log\n")
+	for i := 0; i < 12; i++ {
+		mustWrite(t, filepath.Join(wt, fmt.Sprintf("s/d%d/f%d.txt", i%3, i)), fmt.Sprint("one ", i))
+	}
+	gitIn(t, wt, "add", "-A")
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewSource(seed))
+	t.Logf("seed %d", seed)
+	dir := func() string { return []string{"", "s", "s/d0", "s/d1", "s/d2", "s/d1/e"}[rng.Intn(6)] }
+	name := func() string { return []string{"a.txt", "b.log", "f0.txt", "f1.txt", "g"}[rng.Intn(5)] }
+	// (a path whose parent is a file, or that is a directory, is left be)
+	write := func(q, content string) {
+		if os.MkdirAll(filepath.Dir(q), 0o755) == nil {
+			os.WriteFile(q, []byte(content), 0o644)
+		}
+	}
+	edits := []func() string{
+		func() string {
+			q := filepath.Join(dir(), name())
+			write(filepath.Join(wt, q), fmt.Sprint(rng.Int()))
+			return "write " + q
+		},
+		func() string {
+			q := filepath.Join(dir(), name())
+			os.RemoveAll(filepath.Join(wt, q))
+			return "remove " + q
+		},
+		func() string {
+			q := filepath.Join(dir(), name())
+			os.RemoveAll(filepath.Join(wt, q))
+			write(filepath.Join(wt, q, "in.txt"), "in")
+			return "directory " + q
+		},
+		func() string {
+			d := dir()
+			os.MkdirAll(filepath.Join(wt, d, "empty"), 0o755)
+			return "mkdir " + d + "/empty"
+		},
+		func() string {
+			d := filepath.Join(wt, dir())
+			os.Chmod(d, []os.FileMode{0o700, 0o755}[rng.Intn(2)])
+			return "chmod " + d
+		},
+		func() string {
+			d := []string{"s", "s/d1"}[rng.Intn(2)]
+			write(filepath.Join(wt, d, ".gitignore"), []string{"*.txt\n", "!b.log\n", "g\n"}[rng.Intn(3)])
+			return d + "/.gitignore"
+		},
+	}
+	var ids []string
+	confirmed := 0
+	sameNames := regexp.MustCompile(`[1-9][0-9]* with the same names`)
+	for step := 0; step < 30; step++ {
+		var did []string
+		if len(ids) > 0 && rng.Intn(2) == 0 {
+			id := ids[rng.Intn(len(ids))]
+			opt := RestoreOptions{}
+			if rng.Intn(3) == 0 {
+				opt.Files = []string{filepath.Join(wt, []string{"s", "s/d1", "s/d0/f0.txt", ".gitignore"}[rng.Intn(4)])}
+			}
+			time.Sleep(15 * time.Millisecond)
+			if _, err := p.withCache.Restore(ctx, id, opt); err != nil {
+				t.Fatal(err)
+			}
+			did = append(did, fmt.Sprintf("restore %s %v", id, opt.Files))
+		} else {
+			for n := rng.Intn(3) + 1; n > 0; n-- {
+				did = append(did, edits[rng.Intn(len(edits))]())
+			}
+		}
+		tr := p.compare(fmt.Sprintf("step %d (%s)", step, strings.Join(did, "; ")))
+		if sameNames.MatchString(tr) {
+			confirmed++
+		}
+		list, err := p.withCache.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = ids[:0]
+		for _, c := range list {
+			ids = append(ids, c.ID)
+		}
+	}
+	t.Logf("%d captures with directories confirmed by their names", confirmed)
+}
+
+// TestListCacheDigestRacedConfirmed: a directory confirmed by its names
+// (a file written anew) changes after its names were read, before the
+// capture takes its stat data again: this capture may miss the change, the
+// next one must not. The racy cut is the real one.
+func TestListCacheDigestRacedConfirmed(t *testing.T) {
+	s, wt := newStore(t)
+	if !trustedHere(s) {
+		t.Skip("the listing cache does not trust this file system")
+	}
+	for _, q := range []string{"d/f.txt", "d/g.txt", "e/h.txt"} {
+		mustWrite(t, filepath.Join(wt, q), q)
+	}
+	settle := func() { time.Sleep(250 * time.Millisecond) } // past the racy cut
+	settle()
+	tracedCreate(t, s, wt, "first")
+	settle()
+	tracedCreate(t, s, wt, "settled")
+	for i, change := range []func(){
+		func() { mustWrite(t, filepath.Join(wt, "d/y.txt"), "y") },
+		func() { os.Remove(filepath.Join(wt, "d/g.txt")) },
+		func() { os.Mkdir(filepath.Join(wt, "d/empty"), 0o755) },
+		func() { mustWrite(t, filepath.Join(wt, "d/.gitignore"), "*.txt\n") },
+	} {
+		settle()
+		os.Remove(filepath.Join(wt, "d/f.txt"))
+		mustWrite(t, filepath.Join(wt, "d/f.txt"), fmt.Sprint("anew ", i))
+		settle()
+		// The change comes as the listing is done: after changedDirs
+		// read d's names, before buildMeta looks at d again.
+		raced := &traceHook{at: "listing (by", then: change}
+		gitexec.Trace = raced
+		_, err := s.Create(context.Background(), CreateOptions{Reason: "raced", Source: "test"})
+		gitexec.Trace = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := raced.ran
+		if !ran || !strings.Contains(raced.String(), "1 with the same names") {
+			t.Fatalf("change %d: the raced capture did not confirm d (changed meanwhile: %v)\n%s", i, ran, listingSteps(raced.String()))
+		}
+		settle()
+		made, trace := tracedCreate(t, s, wt, "after the race")
+		if want := freshMeta(t, wt); !sameMeta(made.Checkpoint.meta, want) {
+			t.Fatalf("change %d: after the race %q, a fresh store's %q\n%s", i, made.Checkpoint.meta.trailers(), want.trailers(), listingSteps(trace))
+		}
+	}
+}
+
+// traceHook is a trace that runs then, once, as the line holding at is
+// written (by the capture's own goroutine: the capture waits for it).
+type traceHook struct {
+	strings.Builder
+	at   string
+	then func()
+	ran  bool
+}
+
+func (h *traceHook) Write(p []byte) (int, error) {
+	if !h.ran && strings.Contains(string(p), h.at) {
+		h.ran = true
+		h.then()
+	}
+	return h.Builder.Write(p)
+}
+
+// freshMeta is the meta a new store records of the work tree as it is now.
+func freshMeta(t *testing.T, wt string) *meta {
+	t.Helper()
+	fresh, err := Open(wt, filepath.Join(t.TempDir(), "fresh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	made, err := fresh.Create(context.Background(), CreateOptions{Reason: "fresh", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return made.Checkpoint.meta
 }
