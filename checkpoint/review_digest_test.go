@@ -217,6 +217,23 @@ func TestListCacheDigestRestores(t *testing.T) {
 			return "chmod " + d
 		},
 		func() string {
+			// a .git that is no repository, made one, or gone
+			d := filepath.Join(wt, []string{"s/d0", "s/d2"}[rng.Intn(2)])
+			switch rng.Intn(3) {
+			case 0:
+				os.RemoveAll(filepath.Join(d, ".git"))
+				os.MkdirAll(filepath.Join(d, ".git"), 0o755)
+				return "an empty .git in " + d
+			case 1:
+				if os.MkdirAll(d, 0o755) == nil {
+					gitIn(t, d, "init", "-q")
+				}
+				return "git init " + d
+			}
+			os.RemoveAll(filepath.Join(d, ".git"))
+			return "no .git in " + d
+		},
+		func() string {
 			d := []string{"s", "s/d1"}[rng.Intn(2)]
 			write(filepath.Join(wt, d, ".gitignore"), []string{"*.txt\n", "!b.log\n", "g\n"}[rng.Intn(3)])
 			return d + "/.gitignore"
