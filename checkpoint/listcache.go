@@ -55,12 +55,13 @@ import (
 // then, marked racy if it changed in the capture's second (so read again).
 // A file system whose directories do not change their times as entries come
 // and go (network and FUSE file systems, some others) never uses the cache:
-// see dirCacheTrusted. Nested repositories,
-// submodules and unreadable directories make the listing uncached (their
-// inputs are other repositories'), and so does a .git below the top that git
-// did not take for a repository (it becomes one, its directory's stat data
-// unchanged, when git init fills it in or a gitfile's gitdir appears). The cache is read whole and checked (its
-// own checksum, then every input); one that fails is ignored, never an error.
+// see dirCacheTrusted. Nested repositories, submodules and unreadable
+// directories make the listing uncached (their inputs are other
+// repositories'), and so does a .git below the top that git did not take for
+// a repository (it becomes one, its directory's stat data unchanged, when git
+// init fills it in or a gitfile's gitdir appears). The cache is read whole
+// and checked (its own checksum, then every input); one that fails is
+// ignored, never an error.
 
 const listCacheMagic = "rewind listing cache 3\n"
 
