@@ -606,46 +606,12 @@ func TestListCachePartialMeta(t *testing.T) {
 // at the same size are listed again. Each checkpoint is the one a store
 // without the cache makes.
 func TestListCacheSameNames(t *testing.T) {
-	ctx := context.Background()
-	withCache, wt := newStore(t)
-	without, err := Open(wt, filepath.Join(t.TempDir(), "without"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	without.Now = withCache.Now
-	if !trustedHere(withCache) {
-		t.Skip("the listing cache does not trust this file system")
-	}
-	defer func(cut func(time.Time, bool) time.Time) { dirRacyCut = cut }(dirRacyCut)
-	dirRacyCut = func(start time.Time, _ bool) time.Time { return start }
+	p := newDigestPair(t)
+	wt, capture := p.wt, p.compare
 	mustWrite(t, filepath.Join(wt, ".gitignore"), "*.log\n")
 	for i := 0; i < 6; i++ {
 		mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/f.txt", i)), "one\n")
 		mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/g.txt", i)), "one\n")
-	}
-	capture := func(what string) string {
-		t.Helper()
-		time.Sleep(15 * time.Millisecond) // the change lies before the capture's start
-		var trace bytes.Buffer
-		gitexec.Trace = &trace
-		a, err := withCache.Create(ctx, CreateOptions{Reason: what, Source: "test"})
-		gitexec.Trace = nil
-		if err != nil {
-			t.Fatal(err)
-		}
-		dirCacheOff = true
-		b, err := without.Create(ctx, CreateOptions{Reason: what, Source: "test"})
-		dirCacheOff = false
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a.Checkpoint.Tree != b.Checkpoint.Tree || !sameMeta(a.Checkpoint.meta, b.Checkpoint.meta) {
-			diff, _ := withCache.git().Run(ctx, "diff-tree", "-r", "--name-status", b.Checkpoint.Tree, a.Checkpoint.Tree)
-			t.Fatalf("%s: with the listing cache %s %q, without %s %q\n%s", what,
-				a.Checkpoint.Tree, a.Checkpoint.meta.trailers(), b.Checkpoint.Tree, b.Checkpoint.meta.trailers(), diff)
-		}
-		time.Sleep(15 * time.Millisecond)
-		return trace.String()
 	}
 	capture("first")
 	capture("settled")

@@ -344,13 +344,5 @@ func (h *traceHook) Write(p []byte) (int, error) {
 // freshMeta is the meta a new store records of the work tree as it is now.
 func freshMeta(t *testing.T, wt string) *meta {
 	t.Helper()
-	fresh, err := Open(wt, filepath.Join(t.TempDir(), "fresh"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	made, err := fresh.Create(context.Background(), CreateOptions{Reason: "fresh", Source: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return made.Checkpoint.meta
+	return freshCheckpoint(t, wt).meta
 }

@@ -26,6 +26,12 @@ func sharedParts(t *testing.T, s *Store) []string {
 // any capture must give, whatever state the index was left in.
 func freshTree(t *testing.T, wt string) string {
 	t.Helper()
+	return freshCheckpoint(t, wt).Tree
+}
+
+// freshCheckpoint is the checkpoint a new store makes of the work tree now.
+func freshCheckpoint(t *testing.T, wt string) *Checkpoint {
+	t.Helper()
 	fresh, err := Open(wt, filepath.Join(t.TempDir(), "fresh"))
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +40,7 @@ func freshTree(t *testing.T, wt string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return made.Checkpoint.Tree
+	return made.Checkpoint
 }
 
 func splitWorkTree(t *testing.T, wt string, files int) {
