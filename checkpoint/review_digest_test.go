@@ -68,6 +68,18 @@ func (p *digestPair) compare(what string) string {
 	return trace.String()
 }
 
+// projectWithSub makes the work tree a repository ignoring *.log, with a
+// directory sub holding a.txt and x.log (a file only a nested repository
+// there would hold).
+func (p *digestPair) projectWithSub() {
+	t := p.t
+	t.Helper()
+	gitIn(t, p.wt, "init", "-q")
+	mustWrite(t, filepath.Join(p.wt, ".gitignore"), "*.log\n")
+	mustWrite(t, filepath.Join(p.wt, "sub/a.txt"), "a\n")
+	mustWrite(t, filepath.Join(p.wt, "sub/x.log"), "x\n")
+}
+
 // TestListCacheDigestGitBecomesRepository: whether git takes a directory
 // holding a .git entry for a nested repository depends on what that entry
 // holds (a valid repository, a gitfile naming one), not on its name. A
@@ -77,10 +89,7 @@ func (p *digestPair) compare(what string) string {
 // which the nested repository tracks).
 func TestListCacheDigestGitBecomesRepository(t *testing.T) {
 	p := newDigestPair(t)
-	gitIn(t, p.wt, "init", "-q")
-	mustWrite(t, filepath.Join(p.wt, ".gitignore"), "*.log\n")
-	mustWrite(t, filepath.Join(p.wt, "sub/a.txt"), "a\n")
-	mustWrite(t, filepath.Join(p.wt, "sub/x.log"), "x\n")
+	p.projectWithSub()
 	mustWrite(t, filepath.Join(p.wt, "sub/.git/leftover"), "not a repository\n")
 	p.compare("first")
 	p.compare("settled")
@@ -127,10 +136,7 @@ func listingSteps(trace string) string {
 // own stat data as it was: it is a nested repository all the same.
 func TestListCacheGitFilledIn(t *testing.T) {
 	p := newDigestPair(t)
-	gitIn(t, p.wt, "init", "-q")
-	mustWrite(t, filepath.Join(p.wt, ".gitignore"), "*.log\n")
-	mustWrite(t, filepath.Join(p.wt, "sub/a.txt"), "a\n")
-	mustWrite(t, filepath.Join(p.wt, "sub/x.log"), "x\n")
+	p.projectWithSub()
 	if err := os.Mkdir(filepath.Join(p.wt, "sub/.git"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -146,10 +152,7 @@ func TestListCacheGitFilledIn(t *testing.T) {
 // tree changed.
 func TestListCacheGitdirAppears(t *testing.T) {
 	p := newDigestPair(t)
-	gitIn(t, p.wt, "init", "-q")
-	mustWrite(t, filepath.Join(p.wt, ".gitignore"), "*.log\n")
-	mustWrite(t, filepath.Join(p.wt, "sub/a.txt"), "a\n")
-	mustWrite(t, filepath.Join(p.wt, "sub/x.log"), "x\n")
+	p.projectWithSub()
 	away := t.TempDir()
 	gitIn(t, p.wt, "init", "-q", "--separate-git-dir", filepath.Join(away, "gitdir"), filepath.Join(p.wt, "sub"))
 	gitIn(t, filepath.Join(p.wt, "sub"), "add", "-f", "a.txt", "x.log")
