@@ -232,20 +232,14 @@ func TestListCacheSameCheckpoints(t *testing.T) {
 		// The edits' times lie before the capture begins (a clock tick can
 		// be a few milliseconds).
 		time.Sleep(15 * time.Millisecond)
-		var trace bytes.Buffer
-		gitexec.Trace = &trace
-		a, err := withCache.Create(ctx, CreateOptions{Reason: fmt.Sprint("step ", step), Source: "test"})
-		gitexec.Trace = nil
-		if err != nil {
-			t.Fatal(err)
-		}
+		a, trace := traceCreate(t, withCache, fmt.Sprint("step ", step))
 		switch {
-		case strings.Contains(trace.String(), "by the listing cache;"):
+		case strings.Contains(trace, "by the listing cache;"):
 			hits++
-		case strings.Contains(trace.String(), "by the listing cache and git"):
+		case strings.Contains(trace, "by the listing cache and git"):
 			partial++
 		}
-		if sameNames.MatchString(trace.String()) {
+		if sameNames.MatchString(trace) {
 			confirmed++
 		}
 		dirCacheOff = true
@@ -262,14 +256,8 @@ func TestListCacheSameCheckpoints(t *testing.T) {
 		if rng.Intn(3) == 0 {
 			// nothing changed: the whole listing from the cache
 			time.Sleep(15 * time.Millisecond)
-			gitexec.Trace = &trace
-			trace.Reset()
-			again, err := withCache.Create(ctx, CreateOptions{Reason: fmt.Sprint("again ", step), Source: "test"})
-			gitexec.Trace = nil
-			if err != nil {
-				t.Fatal(err)
-			}
-			if strings.Contains(trace.String(), "by the listing cache;") {
+			again, trace := traceCreate(t, withCache, fmt.Sprint("again ", step))
+			if strings.Contains(trace, "by the listing cache;") {
 				hits++
 			}
 			if again.Checkpoint.Tree != a.Checkpoint.Tree || !sameMeta(again.Checkpoint.meta, a.Checkpoint.meta) {

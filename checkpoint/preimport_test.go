@@ -50,18 +50,12 @@ func TestPreimportWritesOnePack(t *testing.T) {
 		mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/e%d/f%d.txt", step%4, step%3, step)), fmt.Sprintf("step %d\n", step))
 		os.Remove(filepath.Join(wt, fmt.Sprintf("d%d/e%d/f%d.txt", (step+1)%4, (step+1)%3, step+20)))
 		before := len(loose())
-		var trace strings.Builder
-		gitexec.Trace = &trace
-		made, err := s.Create(ctx, CreateOptions{Reason: fmt.Sprint("step ", step), Source: "test"})
-		gitexec.Trace = nil
-		if err != nil {
-			t.Fatal(err)
-		}
+		made, trace := traceCreate(t, s, fmt.Sprint("step ", step))
 		trees[made.Checkpoint.ID] = freshTree(t, wt)
 		if made.Checkpoint.Tree != trees[made.Checkpoint.ID] {
 			t.Fatalf("step %d: tree %s, a fresh store's %s", step, made.Checkpoint.Tree, trees[made.Checkpoint.ID])
 		}
-		if strings.Contains(trace.String(), "written as one pack") {
+		if strings.Contains(trace, "written as one pack") {
 			imported++
 			// only the commit (and the index's own files) are new and loose
 			if got := len(loose()) - before; got > 1 {
@@ -466,16 +460,24 @@ func TestPreimportRacyKilledBeforeStatCache(t *testing.T) {
 // holds.
 func tracedCreate(t *testing.T, s *Store, wt, what string) (*Created, string) {
 	t.Helper()
+	made, trace := traceCreate(t, s, what)
+	s.cacheWrites.Wait()
+	if want := freshTree(t, wt); made.Checkpoint.Tree != want {
+		t.Fatalf("%s: tree %s, a fresh store's %s", what, made.Checkpoint.Tree, want)
+	}
+	return made, trace
+}
+
+// traceCreate creates a checkpoint of s and returns it with its trace
+// (REWIND_TRACE's lines).
+func traceCreate(t *testing.T, s *Store, what string) (*Created, string) {
+	t.Helper()
 	var trace strings.Builder
 	gitexec.Trace = &trace
 	made, err := s.Create(context.Background(), CreateOptions{Reason: what, Source: "test"})
 	gitexec.Trace = nil
 	if err != nil {
 		t.Fatal(err)
-	}
-	s.cacheWrites.Wait()
-	if want := freshTree(t, wt); made.Checkpoint.Tree != want {
-		t.Fatalf("%s: tree %s, a fresh store's %s", what, made.Checkpoint.Tree, want)
 	}
 	return made, trace.String()
 }

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/rewind-cli/rewind/gitexec"
 )
 
 // TestFileGoneBeforeHashNotCached: a changed file the walk saw, removed
@@ -79,36 +77,10 @@ func byIDRandomSteps(t *testing.T, open func(wt string) *Store) {
 			nextSecond()
 		}
 		for n := rng.Intn(4) + 1; n > 0; n-- {
-			p := filepath.Join(wt, name())
-			switch rng.Intn(7) {
-			case 0, 1:
-				rewriteSameSize(p)
-			case 2:
-				os.Chmod(p, []os.FileMode{0o600, 0o644, 0o755}[rng.Intn(3)])
-			case 3:
-				os.RemoveAll(p)
-				os.MkdirAll(filepath.Dir(p), 0o755)
-				os.Symlink(fmt.Sprintf("target-%d", rng.Intn(3)), p)
-			case 4: // a file becomes a directory
-				os.RemoveAll(p)
-				os.MkdirAll(p, 0o755)
-				os.WriteFile(filepath.Join(p, "in"), []byte("inside\n"), 0o644)
-			case 5:
-				os.RemoveAll(p)
-			default:
-				os.RemoveAll(p)
-				os.MkdirAll(filepath.Dir(p), 0o755)
-				os.WriteFile(p, []byte(strings.Repeat("x", rng.Intn(20))), 0o644)
-			}
+			randomEdit(rng, filepath.Join(wt, name()), true)
 		}
-		var trace strings.Builder
-		gitexec.Trace = &trace
-		made, err := s.Create(ctx, CreateOptions{Reason: fmt.Sprint("step ", step), Source: "test"})
-		gitexec.Trace = nil
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(trace.String(), "--index-info") {
+		made, trace := traceCreate(t, s, fmt.Sprint("step ", step))
+		if strings.Contains(trace, "--index-info") {
 			byID++
 		}
 		s.cacheWrites.Wait()

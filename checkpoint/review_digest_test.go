@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand"
@@ -46,13 +45,7 @@ func (p *digestPair) compare(what string) string {
 	t.Helper()
 	ctx := context.Background()
 	time.Sleep(15 * time.Millisecond) // the change lies before the capture's start
-	var trace bytes.Buffer
-	gitexec.Trace = &trace
-	a, err := p.withCache.Create(ctx, CreateOptions{Reason: what, Source: "test"})
-	gitexec.Trace = nil
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, trace := traceCreate(t, p.withCache, what)
 	dirCacheOff = true
 	b, err := p.without.Create(ctx, CreateOptions{Reason: what, Source: "test"})
 	dirCacheOff = false
@@ -62,10 +55,10 @@ func (p *digestPair) compare(what string) string {
 	if a.Checkpoint.Tree != b.Checkpoint.Tree || !sameMeta(a.Checkpoint.meta, b.Checkpoint.meta) {
 		diff, _ := p.withCache.git().Run(ctx, "diff-tree", "-r", "--name-status", b.Checkpoint.Tree, a.Checkpoint.Tree)
 		t.Fatalf("%s: with the listing cache %s %q, without %s %q\n%s\n%s", what,
-			a.Checkpoint.Tree, a.Checkpoint.meta.trailers(), b.Checkpoint.Tree, b.Checkpoint.meta.trailers(), diff, listingSteps(trace.String()))
+			a.Checkpoint.Tree, a.Checkpoint.meta.trailers(), b.Checkpoint.Tree, b.Checkpoint.meta.trailers(), diff, listingSteps(trace))
 	}
 	time.Sleep(15 * time.Millisecond)
-	return trace.String()
+	return trace
 }
 
 // projectWithSub makes the work tree a repository ignoring *.log, with a

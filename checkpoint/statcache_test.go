@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/rewind-cli/rewind/gitexec"
 )
 
 func TestStatCacheRoundTrip(t *testing.T) {
@@ -78,30 +76,10 @@ func TestStatCacheSameCheckpoints(t *testing.T) {
 	used := 0
 	for step := 0; step < 25; step++ {
 		for n := rng.Intn(4) + 1; n > 0; n-- {
-			p := filepath.Join(wt, name())
-			switch rng.Intn(6) {
-			case 0, 1:
-				rewriteSameSize(p)
-			case 2:
-				os.Chmod(p, []os.FileMode{0o600, 0o644, 0o755}[rng.Intn(3)])
-			case 3:
-				os.RemoveAll(p)
-				os.Symlink(fmt.Sprintf("target-%d", rng.Intn(3)), p)
-			case 4:
-				os.RemoveAll(p)
-			default:
-				os.RemoveAll(p)
-				mustWrite(t, p, strings.Repeat("x", rng.Intn(20)))
-			}
+			randomEdit(rng, filepath.Join(wt, name()), false)
 		}
-		var trace bytes.Buffer
-		gitexec.Trace = &trace
-		a, err := withCache.Create(ctx, CreateOptions{Reason: fmt.Sprint("step ", step), Source: "test"})
-		gitexec.Trace = nil
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(trace.String(), "stat cache used: true") {
+		a, trace := traceCreate(t, withCache, fmt.Sprint("step ", step))
+		if strings.Contains(trace, "stat cache used: true") {
 			used++
 		}
 		statCacheOff = true
@@ -124,4 +102,34 @@ func TestStatCacheSameCheckpoints(t *testing.T) {
 		t.Error("no capture used the stat cache")
 	}
 	t.Logf("%d of 25 captures used the stat cache", used)
+}
+
+// randomEdit changes the file p at random: rewritten at its size (its mtime
+// set back), its bits, made a symlink, removed, written anew; with dirs, made
+// a directory too.
+func randomEdit(rng *rand.Rand, p string, dirs bool) {
+	kinds := 6
+	if dirs {
+		kinds++
+	}
+	switch rng.Intn(kinds) {
+	case 0, 1:
+		rewriteSameSize(p)
+	case 2:
+		os.Chmod(p, []os.FileMode{0o600, 0o644, 0o755}[rng.Intn(3)])
+	case 3:
+		os.RemoveAll(p)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.Symlink(fmt.Sprintf("target-%d", rng.Intn(3)), p)
+	case 4:
+		os.RemoveAll(p)
+	case 5:
+		os.RemoveAll(p)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(strings.Repeat("x", rng.Intn(20))), 0o644)
+	default: // a file becomes a directory
+		os.RemoveAll(p)
+		os.MkdirAll(p, 0o755)
+		os.WriteFile(filepath.Join(p, "in"), []byte("inside\n"), 0o644)
+	}
 }
