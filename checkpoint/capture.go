@@ -355,8 +355,8 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	imported := false
 	var held map[string]heldBlob // the changed files entered by id
 	var importTree string        // the import's tree, when it is the index's
-	var racy []string
-	var entries *statEntries // nil until prepare, and when the files are hashed again
+	var racy []int               // indices into keep
+	var entries *statEntries     // nil until prepare, and when the files are hashed again
 	prepare := func() {
 		racy = s.racyFiles(keep, fileRacyCut(start))
 		entries = newStatEntries(keep, racy, held)
@@ -606,28 +606,28 @@ func (s *Store) buildMeta(ctx context.Context, c *capture, h *held, keep []verdi
 	return unread, nil
 }
 
-// racyFiles are the kept files whose status changed since the capture
+// racyFiles are the indices of the kept files whose status changed since the capture
 // began (since: fileRacyCut), in keep's order. The files read now (those not
 // unchanged) are looked at again: one changed between the look that judged
 // it and the read carries a stale time in its verdict, and one gone since
 // (update-index then dropped it from the index) is racy too, so that the
 // stat cache never names a path the index may not hold.
-func (s *Store) racyFiles(keep []verdict, since time.Time) []string {
+func (s *Store) racyFiles(keep []verdict, since time.Time) []int {
 	cut := since.UnixNano()
-	var racy []string
+	var racy []int
 	for i := range keep {
 		v := &keep[i]
 		changed := max(int64(v.key.ctime), int64(v.key.mtime))
 		if !v.unchanged {
 			fi, err := os.Lstat(filepath.Join(s.WorkTree, v.path))
 			if err != nil {
-				racy = append(racy, v.path)
+				racy = append(racy, i)
 				continue
 			}
 			changed = later(ctime(fi), fi.ModTime()).UnixNano()
 		}
 		if changed >= cut {
-			racy = append(racy, v.path)
+			racy = append(racy, i)
 		}
 	}
 	return racy

@@ -46,7 +46,7 @@ type statKey struct {
 	dev, ino, mode, size, mtime, ctime, uid, gid uint64
 }
 
-const statCacheMagic = "rewind stat cache 5\n"
+const statCacheMagic = "rewind stat cache 6\n"
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
@@ -88,13 +88,20 @@ type statCache struct {
 	held  int    // how many of them
 }
 
-// encodeStatCache renders the cache, small because it is written on every
-// checkpoint that changes something: magic, stamp, tree, count, then the
-// entries in path order, each path as the length it shares with the one
-// before and the rest, its eight fields and its byID flag as varints; last a
-// CRC-32C of all that.
+// encodeStatCache renders the cache, written on every checkpoint that changes
+// something and read by every capture, so quick to both: magic, stamp, tree,
+// base, count, then the entries in path order, each its path as the length
+// it shares with the one before and the rest, then its eight fields as
+// fixed little-endian words and its byID flag as a byte (statEntrySize);
+// last a CRC-32C of all that.
 func encodeStatCache(c *statCache) []byte {
-	return assembleStatCache(c.stamp, c.tree, c.base, len(c.paths), appendStatEntries(nil, c.paths, c.keys, c.byID))
+	b := make([]byte, 0, len(c.paths)*(statEntrySize+16))
+	prev := ""
+	for i, p := range c.paths {
+		b = appendStatEntry(b, prev, p, c.keys[i], c.byID[i])
+		prev = p
+	}
+	return assembleStatCache(c.stamp, c.tree, c.base, len(c.paths), b)
 }
 
 // assembleStatCache puts the header before n encoded entries, and the
@@ -113,29 +120,28 @@ func assembleStatCache(stamp []byte, tree, base string, n int, entries []byte) [
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
 }
 
-// appendStatEntries encodes paths (front-coded) with their keys and flags.
-func appendStatEntries(b []byte, paths []string, keys []statKey, byID []bool) []byte {
-	prev := ""
-	for i, p := range paths {
-		shared := 0
-		for shared < len(p) && shared < len(prev) && p[shared] == prev[shared] {
-			shared++
-		}
-		b = binary.AppendUvarint(b, uint64(shared))
-		b = binary.AppendUvarint(b, uint64(len(p)-shared))
-		b = append(b, p[shared:]...)
-		k := keys[i]
-		for _, v := range [8]uint64{k.dev, k.ino, k.mode, k.size, k.mtime, k.ctime, k.uid, k.gid} {
-			b = binary.AppendUvarint(b, v)
-		}
-		flag := uint64(0)
-		if byID[i] {
-			flag = 1
-		}
-		b = binary.AppendUvarint(b, flag)
-		prev = p
+// statEntrySize is an entry's fixed part: the eight fields of its key and
+// its flag.
+const statEntrySize = 8*8 + 1
+
+// appendStatEntry encodes path (front-coded against prev, the path before
+// it) with its key and flag.
+func appendStatEntry(b []byte, prev, path string, k statKey, byID bool) []byte {
+	shared := 0
+	for shared < len(path) && shared < len(prev) && path[shared] == prev[shared] {
+		shared++
 	}
-	return b
+	b = binary.AppendUvarint(b, uint64(shared))
+	b = binary.AppendUvarint(b, uint64(len(path)-shared))
+	b = append(b, path[shared:]...)
+	for _, v := range [8]uint64{k.dev, k.ino, k.mode, k.size, k.mtime, k.ctime, k.uid, k.gid} {
+		b = binary.LittleEndian.AppendUint64(b, v)
+	}
+	flag := byte(0)
+	if byID {
+		flag = 1
+	}
+	return append(b, flag)
 }
 
 // statEntries are a capture's entries of the stat cache: the kept files,
@@ -145,40 +151,59 @@ func appendStatEntries(b []byte, paths []string, keys []statKey, byID []bool) []
 // stat data, so that the cache still names every path the index holds: a
 // zero key is never as a file is, and such a file is looked at.
 type statEntries struct {
-	paths   []string
-	keys    []statKey
-	byID    []bool
+	keep    []verdict
+	racy    []int // indices into keep, in order
+	held    map[string]heldBlob
 	leave   []string
+	n       int // how many entries: keep less leave
 	encoded []byte
 }
 
-// newStatEntries makes the entries of keep, racy being some of its paths
-// in its order, and held the changed files entered by id.
-func newStatEntries(keep []verdict, racy []string, held map[string]heldBlob) *statEntries {
-	e := &statEntries{paths: make([]string, 0, len(keep)), keys: make([]statKey, 0, len(keep)), byID: make([]bool, 0, len(keep))}
-	for i := range keep {
-		v := &keep[i]
-		k, byID := v.key, v.byID
-		if !v.unchanged {
-			_, byID = held[v.path]
+// newStatEntries makes the entries of keep, racy being indices into it in
+// order, and held the changed files entered by id. It reads keep when
+// encoding, not copies it: keep must not change until then.
+func newStatEntries(keep []verdict, racy []int, held map[string]heldBlob) *statEntries {
+	e := &statEntries{keep: keep, racy: racy, held: held, n: len(keep)}
+	for _, i := range racy {
+		if !e.byID(i) {
+			e.leave = append(e.leave, keep[i].path)
+			e.n--
 		}
-		if len(racy) > 0 && racy[0] == v.path {
-			racy = racy[1:]
-			if !byID {
-				e.leave = append(e.leave, v.path)
-				continue
-			}
-			k = statKey{}
-		}
-		e.paths, e.keys, e.byID = append(e.paths, v.path), append(e.keys, k), append(e.byID, byID)
 	}
 	return e
 }
 
-func (e *statEntries) encode() {
-	if e.encoded == nil {
-		e.encoded = appendStatEntries(make([]byte, 0, len(e.paths)*48), e.paths, e.keys, e.byID)
+// byID reports whether the index holds keep[i] by its blob id: as it was
+// when unchanged, else when the capture entered it so.
+func (e *statEntries) byID(i int) bool {
+	v := &e.keep[i]
+	if v.unchanged {
+		return v.byID
 	}
+	_, held := e.held[v.path]
+	return held
+}
+
+func (e *statEntries) encode() {
+	if e.encoded != nil {
+		return
+	}
+	b := make([]byte, 0, e.n*(statEntrySize+16))
+	prev, racy := "", e.racy
+	for i := range e.keep {
+		v := &e.keep[i]
+		k, byID := v.key, e.byID(i)
+		if len(racy) > 0 && racy[0] == i {
+			racy = racy[1:]
+			if !byID {
+				continue // left the index
+			}
+			k = statKey{}
+		}
+		b = appendStatEntry(b, prev, v.path, k, byID)
+		prev = v.path
+	}
+	e.encoded = b
 }
 
 // cacheReader reads the fields of one of the store's cache files (its
@@ -223,6 +248,17 @@ func (r *cacheReader) bytes() []byte {
 	return v
 }
 
+// fixed is the next n bytes, in the reader's data.
+func (r *cacheReader) fixed(n int) []byte {
+	if !r.ok || n > len(r.rest) {
+		r.ok = false
+		return nil
+	}
+	v := r.rest[:n]
+	r.rest = r.rest[n:]
+	return v
+}
+
 func (r *cacheReader) str() string { return string(r.bytes()) }
 
 // done reports whether every read was whole and nothing is left.
@@ -238,7 +274,7 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	}
 	c := &statCache{stamp: bytes.Clone(r.bytes()), tree: r.str(), base: r.str()}
 	count := r.uvarint()
-	if !r.ok || count > uint64(len(r.rest))/11 { // an entry takes 11 bytes at least
+	if !r.ok || count > uint64(len(r.rest))/(statEntrySize+2) { // an entry's least
 		return nil, bad
 	}
 	c.keys = make([]statKey, 0, count)
@@ -250,16 +286,14 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		if !r.ok || !arena.add(shared, tail) {
 			return nil, bad
 		}
-		var f [9]uint64
-		for j := range f {
-			f[j] = r.uvarint()
-		}
-		if !r.ok || f[8] > 1 {
+		f := r.fixed(statEntrySize)
+		if !r.ok || f[8*8] > 1 {
 			return nil, bad
 		}
-		c.keys = append(c.keys, statKey{f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]})
-		c.byID = append(c.byID, f[8] == 1)
-		c.held += int(f[8])
+		w := func(j int) uint64 { return binary.LittleEndian.Uint64(f[8*j:]) }
+		c.keys = append(c.keys, statKey{w(0), w(1), w(2), w(3), w(4), w(5), w(6), w(7)})
+		c.byID = append(c.byID, f[8*8] == 1)
+		c.held += int(f[8*8])
 	}
 	if !r.done() {
 		return nil, bad
@@ -294,11 +328,12 @@ func (a *pathArena) add(shared uint64, tail []byte) bool {
 	if shared > uint64(prevEnd-prevStart) {
 		return false
 	}
-	a.buf = append(a.buf, a.buf[prevStart:prevStart+int(shared)]...)
-	a.buf = append(a.buf, tail...)
-	if n > 0 && string(a.buf[prevEnd:]) <= string(a.buf[prevStart:prevEnd]) {
+	// The two share their first bytes: the rest tells their order.
+	if n > 0 && string(tail) <= string(a.buf[prevStart+int(shared):prevEnd]) {
 		return false
 	}
+	a.buf = append(a.buf, a.buf[prevStart:prevStart+int(shared)]...)
+	a.buf = append(a.buf, tail...)
 	a.ends = append(a.ends, len(a.buf))
 	return true
 }
@@ -342,9 +377,9 @@ func (s *Store) readStatCache() *statCache {
 // any failure) the old cache goes: it could only describe another index,
 // which its stamp would tell anyway.
 func (s *Store) writeStatCache(e *statEntries, stamp []byte, tree, base string) {
-	defer gitexec.TraceStep(fmt.Sprintf("stat cache written (%d paths)", len(e.paths)), time.Now())
+	defer gitexec.TraceStep(fmt.Sprintf("stat cache written (%d paths)", e.n), time.Now())
 	e.encode()
-	if err := writeCache(s.statCacheFile(), assembleStatCache(stamp, tree, base, len(e.paths), e.encoded)); err != nil {
+	if err := writeCache(s.statCacheFile(), assembleStatCache(stamp, tree, base, e.n, e.encoded)); err != nil {
 		os.Remove(s.statCacheFile())
 	}
 }

@@ -39,6 +39,36 @@ func TestStatCacheRoundTrip(t *testing.T) {
 	}
 }
 
+// TestStatEntriesEncode checks a capture's entries against the cache they
+// stand for: a racy file held with stat data leaves it (and the index), a
+// racy file held by id stays with no stat data, a changed file is held by id
+// when the capture entered it so.
+func TestStatEntriesEncode(t *testing.T) {
+	k := func(n uint64) statKey { return statKey{1, n, 0o100644, n, n, n, 0, 0} }
+	keep := []verdict{
+		{path: "a", key: k(1), unchanged: true},
+		{path: "b", key: k(2), unchanged: true, byID: true}, // racy, by id: stays, no key
+		{path: "c", key: k(3), unchanged: true},             // racy: leaves
+		{path: "d/e", key: k(4)},                            // changed, entered by id
+		{path: "d/f", key: k(5)},                            // changed, hashed by git
+		{path: "g", key: k(6)},                              // changed, racy, by id
+	}
+	held := map[string]heldBlob{"d/e": {}, "g": {}}
+	e := newStatEntries(keep, []int{1, 2, 5}, held)
+	if !reflect.DeepEqual(e.leave, []string{"c"}) || e.n != 5 {
+		t.Fatalf("leave %q, %d entries", e.leave, e.n)
+	}
+	e.encode()
+	want := &statCache{stamp: []byte("s"), tree: "t", base: "b",
+		paths: []string{"a", "b", "d/e", "d/f", "g"},
+		keys:  []statKey{k(1), {}, k(4), k(5), {}},
+		byID:  []bool{false, true, true, false, true}, held: 3}
+	got, err := decodeStatCache(assembleStatCache(want.stamp, want.tree, want.base, e.n, e.encoded))
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("entries decode to %+v, %v; want %+v", got, err, want)
+	}
+}
+
 func FuzzStatCache(f *testing.F) {
 	f.Add(encodeStatCache(&statCache{stamp: []byte("s"), tree: "t", paths: []string{"a"}, keys: []statKey{{1, 2, 3, 4, 5, 6, 7, 8}}, byID: []bool{true}, held: 1}))
 	f.Add([]byte(statCacheMagic))
