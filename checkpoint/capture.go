@@ -726,16 +726,25 @@ var checkImportTree = false
 func (s *Store) classify(paths []string, maxSize int64, known func(int) (statKey, bool), unchanged func(int, statKey) bool, heldByID func(int) bool) (keep []verdict, skipped []Skipped, looked int) {
 	verdicts := make([]verdict, len(paths))
 	// Files git found as the index holds them are judged from their stat
-	// data then; the rest are looked at, side by side.
-	var looks []int // indices into paths
-	for i := range paths {
-		if k, ok := known(i); ok && (maxSize <= 0 || int64(k.size) <= maxSize) {
-			if verdicts[i], ok = verdictOf(k); ok {
-				continue
+	// data then (a share of the paths on each CPU: most of a large tree);
+	// the rest are looked at, side by side.
+	shares := make([][]int, runtime.NumCPU())
+	fns := make([]func() error, len(shares))
+	for c := range shares {
+		fns[c] = func() error {
+			for i := c * len(paths) / len(shares); i < (c+1)*len(paths)/len(shares); i++ {
+				if k, ok := known(i); ok && (maxSize <= 0 || int64(k.size) <= maxSize) {
+					if verdicts[i], ok = verdictOf(k); ok {
+						continue
+					}
+				}
+				shares[c] = append(shares[c], i)
 			}
+			return nil
 		}
-		looks = append(looks, i)
 	}
+	parallel(fns...)
+	looks := slices.Concat(shares...) // indices into paths, in order
 	// Runs of those paths in one directory (git lists a directory's files
 	// together), of at most 256 so that a flat tree still spreads over the
 	// workers, each looked at through one descriptor of its directory. (A

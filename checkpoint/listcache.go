@@ -225,7 +225,7 @@ func (s *Store) writeListCache(c *listCache) {
 	if file == "" {
 		return
 	}
-	if c == nil || writeCache(file, c.encode()) != nil {
+	if c == nil || rewriteCache(file, c.encode()) != nil {
 		os.Remove(file)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rewind-cli/rewind/gitexec"
+	"golang.org/x/sys/unix"
 )
 
 // The stat cache (rewind-statcache) spares a capture git's own look at the
@@ -379,7 +380,7 @@ func (s *Store) readStatCache() *statCache {
 func (s *Store) writeStatCache(e *statEntries, stamp []byte, tree, base string) {
 	defer gitexec.TraceStep(fmt.Sprintf("stat cache written (%d paths)", e.n), time.Now())
 	e.encode()
-	if err := writeCache(s.statCacheFile(), assembleStatCache(stamp, tree, base, e.n, e.encoded)); err != nil {
+	if err := rewriteCache(s.statCacheFile(), assembleStatCache(stamp, tree, base, e.n, e.encoded)); err != nil {
 		os.Remove(s.statCacheFile())
 	}
 }
@@ -412,6 +413,35 @@ func writeCache(path string, data []byte) (err error) {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// rewriteCache writes data over the cache file at path in place, where
+// writeCache writes a new file and renames it over the old one: the rename
+// frees the old file's blocks, which on a file system that discards what it
+// frees (ext4 mounted with discard) cost 5 ms for the stat cache of 100,000
+// files. Only for a cache that ends in a checksum of the rest (openCache)
+// and is written under the store's lock: a write torn by a crash, or old
+// bytes left past the end of one, fail the checksum, and the cache is
+// ignored. A file that is not a plain one of rewind's (a symlink, a hard
+// link, other bits) is replaced as writeCache replaces it.
+func rewriteCache(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return writeCache(path, data)
+	}
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil || st.Mode != unix.S_IFREG|0o600 || st.Nlink != 1 {
+		f.Close()
+		return writeCache(path, data)
+	}
+	_, err = f.WriteAt(data, 0)
+	if err == nil {
+		err = f.Truncate(int64(len(data)))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // statCacheOff makes every capture ask git (a test compares both ways).

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -161,5 +162,79 @@ func randomEdit(rng *rand.Rand, p string, dirs bool) {
 		os.RemoveAll(p)
 		os.MkdirAll(p, 0o755)
 		os.WriteFile(filepath.Join(p, "in"), []byte("inside\n"), 0o644)
+	}
+}
+
+// TestRewriteCache: the stat cache is written over its file in place, and
+// what a write torn by a crash would leave is not read; a symlink or a hard
+// link at its name is replaced, never written through.
+func TestRewriteCache(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "rewind-statcache")
+	cache := func(n int) []byte {
+		c := &statCache{stamp: []byte("s"), tree: "t"}
+		for i := range n {
+			c.paths = append(c.paths, fmt.Sprintf("f%04d", i))
+			c.keys = append(c.keys, statKey{1, uint64(i), 0o100644, 2, 3, 4, 5, 6})
+			c.byID = append(c.byID, false)
+		}
+		return encodeStatCache(c)
+	}
+	inode := func() uint64 {
+		fi, err := os.Lstat(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	long, short := cache(100), cache(10)
+	if err := rewriteCache(file, long); err != nil {
+		t.Fatal(err)
+	}
+	ino := inode()
+	if err := rewriteCache(file, short); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(file); !bytes.Equal(got, short) || inode() != ino {
+		t.Fatalf("not rewritten in place to the shorter cache (%d bytes, inode %d then %d)", len(got), ino, inode())
+	}
+	// Killed in the write, or between the write and the truncation: the
+	// first k bytes of the new cache over the old one (or the old one whole,
+	// for the index's stamp to judge).
+	for _, c := range [][2][]byte{{short, long}, {long, short}} {
+		write, old := c[0], c[1]
+		for _, k := range []int{1, len(write) / 2, len(write) - 1, len(write)} {
+			torn := bytes.Clone(write[:k])
+			if k < len(old) {
+				torn = append(torn, old[k:]...)
+			}
+			if _, err := decodeStatCache(torn); err == nil && !bytes.Equal(torn, write) && !bytes.Equal(torn, old) {
+				t.Fatalf("a cache torn after %d of %d bytes (over %d) was read", k, len(write), len(old))
+			}
+		}
+	}
+	// Links at its name: the file they lead to keeps its bytes.
+	for _, link := range []func(target string) error{
+		func(target string) error { return os.Symlink(target, file) },
+		func(target string) error { return os.Link(target, file) },
+	} {
+		target := filepath.Join(dir, "user-file")
+		if err := os.WriteFile(target, []byte("the user's"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(file)
+		if err := link(target); err != nil {
+			t.Fatal(err)
+		}
+		if err := rewriteCache(file, short); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(target); string(got) != "the user's" {
+			t.Fatalf("written through a link: %q", got)
+		}
+		if fi, err := os.Lstat(file); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("the cache is not a file of its own: %v, %v", fi.Mode(), err)
+		}
+		os.Remove(target)
 	}
 }
