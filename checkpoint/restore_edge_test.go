@@ -255,3 +255,27 @@ func TestSameSizeRewriteInTheSameSecond(t *testing.T) {
 		}
 	}
 }
+
+// unlinkWrites deletes what checkout-index is about to write anew, and
+// nothing through a symlinked parent, and no directory.
+func TestUnlinkWrites(t *testing.T) {
+	s, wt := newStore(t)
+	outside := t.TempDir()
+	mustWrite(t, filepath.Join(outside, "f"), "outside\n")
+	os.Symlink(outside, filepath.Join(wt, "link"))
+	mustWrite(t, filepath.Join(wt, "a", "f"), "a\n")
+	mustWrite(t, filepath.Join(wt, "dir", "g"), "g\n")
+	os.Symlink("a/f", filepath.Join(wt, "sym"))
+	s.unlinkWrites([]string{"link/f", "a/f", "dir", "sym", "missing"})
+	if data, err := os.ReadFile(filepath.Join(outside, "f")); string(data) != "outside\n" {
+		t.Errorf("deleted through a symlinked parent: %q, %v", data, err)
+	}
+	for _, gone := range []string{"a/f", "sym"} {
+		if _, err := os.Lstat(filepath.Join(wt, gone)); !os.IsNotExist(err) {
+			t.Errorf("%s not deleted: %v", gone, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(wt, "dir", "g")); err != nil {
+		t.Errorf("a directory's file deleted: %v", err)
+	}
+}
