@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -278,4 +279,56 @@ func createWhileHashed(t *testing.T, s *Store, what string, meanwhile func()) {
 		t.Fatalf("%s: %v", what, err)
 	}
 	s.cacheWrites.Wait()
+}
+
+// TestProcedureGCBetweenByIDCheckpoints: crucible's procedure runs git gc
+// --prune=now on the store it shares (with its own index, not rewind's)
+// while rewind's index holds changed files by id only, among them files a
+// dry-run restore's capture entered, which no checkpoint holds. Every later
+// checkpoint is a fresh store's, and every checkpoint restores exactly.
+func TestProcedureGCBetweenByIDCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	for i := range 40 {
+		mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/f%02d.txt", i%4, i)), fmt.Sprintf("file %d\n", i))
+	}
+	edit := func(round int, files ...int) {
+		for _, i := range files {
+			mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/f%02d.txt", i%4, i)), fmt.Sprintf("file %d, round %d\n", i, round))
+		}
+	}
+	states := map[string]map[string]string{}
+	create := func(reason string) {
+		t.Helper()
+		tracedCreate(t, s, wt, reason)
+		states[reason] = listing(t, wt, true)
+	}
+	create("one")
+	edit(2, 1, 5, 9, 13)
+	create("two")
+	edit(3, 2, 6, 30)
+	if _, err := s.Restore(ctx, "one", RestoreOptions{DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	s.cacheWrites.Wait()
+	if c := s.readStatCache(); c == nil || c.held == 0 {
+		t.Fatal("no file is held by id: the case is not made")
+	}
+	gc := exec.Command("git", "gc", "--quiet", "--prune=now")
+	gc.Env = append(os.Environ(), "GIT_DIR="+s.gitDir(), "GIT_WORK_TREE="+wt)
+	if out, err := gc.CombinedOutput(); err != nil {
+		t.Fatalf("git gc: %v %s", err, out)
+	}
+	edit(4, 5, 21)
+	create("three")
+	edit(5, 2, 3)
+	create("four")
+	for _, reason := range []string{"two", "one", "four", "three"} {
+		if _, err := s.Restore(ctx, reason, RestoreOptions{}); err != nil {
+			t.Fatalf("restore %s: %v", reason, err)
+		}
+		if d := diffMaps(states[reason], listing(t, wt, true)); d != "" {
+			t.Fatalf("restore %s is not what it held: %s", reason, d)
+		}
+	}
 }
