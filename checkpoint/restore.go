@@ -309,15 +309,18 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, v *t
 	// are, count with the checkpoint's: a .gitignore of now may be what
 	// takes a path back from info/exclude.)
 	why := func(q, own, outer string) string {
-		if rules.ownIgnores(q, false) {
+		switch root := rules.repoOf(q); {
+		case rules.ownIgnores(q, false):
 			return own
+		case root != "":
+			return outer + ", with the info/exclude and core.excludesFile of the repository " + root
 		}
-		return outer
+		return outer + ", with the project's ignore files outside the work tree"
 	}
 	for _, r := range removals {
 		if ignoredThen(r) {
 			p.kept = append(p.kept, Skipped{Path: r, Why: why(r, "the checkpoint's own ignore rules ignore it",
-				"the checkpoint's ignore rules ignore it, with the project's ignore files outside the work tree")})
+				"the checkpoint's ignore rules ignore it")})
 		} else {
 			p.remove = append(p.remove, r)
 		}
@@ -326,7 +329,7 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, v *t
 	for _, w := range p.write {
 		if ignoredThen(w) && !asked[w] {
 			p.kept = append(p.kept, Skipped{Path: w, Why: why(w, "the checkpoint holds it, but its own ignore rules ignore it now that it is untracked",
-				"the checkpoint holds it, but its ignore rules ignore it now, with the project's ignore files outside the work tree")})
+				"the checkpoint holds it, but its ignore rules ignore it now")})
 		} else {
 			writes = append(writes, w)
 		}

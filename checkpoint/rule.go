@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -869,12 +870,14 @@ type targetRules struct {
 	gitignore map[string]ignorePatterns // directory ("" for the root) -> its .gitignore
 	rewind    ignorePatterns
 	repos     []string
-	outer     []outerRules // in git's order after the work tree's .gitignore files
+	outer     []outerRules            // in git's order after the work tree's .gitignore files
+	nested    map[string][]outerRules // a nested repository's root -> its own outer rules
 }
 
 // outerRules are the patterns of an ignore source of the work tree's
 // repository outside the work tree: a .gitignore above it, info/exclude,
-// core.excludesFile.
+// core.excludesFile; or of a nested repository's sources no checkpoint
+// holds: its info/exclude and core.excludesFile.
 type outerRules struct {
 	prefix string // the work tree's path from the patterns' directory: "" or ending in '/'
 	ps     ignorePatterns
@@ -930,9 +933,15 @@ func (s *Store) outerRulesOf(ctx context.Context, h *held) []outerRules {
 		dir = filepath.Dir(dir)
 		outer = append(outer, outerRules{prefixFrom(dir), readIgnoreFile(filepath.Join(dir, ".gitignore"))})
 	}
-	exclude := lines[0]
+	return append(outer, repoExcludes(s.WorkTree, top, lines[0], config, prefixFrom(top))...)
+}
+
+// repoExcludes reads a repository's info/exclude (exclude, as rev-parse
+// --git-path gave it in dir) and its core.excludesFile (config's, or the
+// XDG default), for paths from its top with prefix.
+func repoExcludes(dir, top, exclude string, config []byte, prefix string) []outerRules {
 	if !filepath.IsAbs(exclude) {
-		exclude = filepath.Join(s.WorkTree, exclude)
+		exclude = filepath.Join(dir, exclude)
 	}
 	names := []string{exclude}
 	if excludes, ok := excludesFile(config); ok {
@@ -941,13 +950,44 @@ func (s *Store) outerRulesOf(ctx context.Context, h *held) []outerRules {
 		}
 		names = append(names, excludes)
 	}
+	var outer []outerRules
 	for _, name := range names {
 		// git follows a symlink here, unlike for a .gitignore
 		if data, err := os.ReadFile(name); err == nil {
-			outer = append(outer, outerRules{prefixFrom(top), parseIgnore(data)})
+			outer = append(outer, outerRules{prefix, parseIgnore(data)})
 		}
 	}
 	return outer
+}
+
+// nestedOuterRules reads the ignore sources of the nested repository at root
+// that no checkpoint holds (its info/exclude and core.excludesFile), as its
+// git reads them. None when git does not answer for it as a repository whose
+// top is root.
+func (s *Store) nestedOuterRules(ctx context.Context, root string) []outerRules {
+	dir := filepath.Join(s.WorkTree, root)
+	project := gitexec.Project{Dir: dir}
+	var where, config []byte
+	var whereErr, configErr error
+	parallel(
+		func() error {
+			where, whereErr = project.Run(ctx, "rev-parse", "--git-path", "info/exclude", "--show-toplevel")
+			return nil
+		},
+		func() error {
+			config, configErr = project.Run(ctx, "config", "-z", "--list")
+			return nil
+		})
+	lines := strings.Split(strings.TrimSpace(string(where)), "\n")
+	if whereErr != nil || configErr != nil || len(lines) != 2 {
+		return nil
+	}
+	if a, err := os.Stat(dir); err != nil {
+		return nil
+	} else if b, err := os.Stat(lines[1]); err != nil || !os.SameFile(a, b) {
+		return nil
+	}
+	return repoExcludes(dir, lines[1], lines[0], config, "")
 }
 
 // rulesOf reads the ignore files a checkpoint's tree holds, with the
@@ -961,6 +1001,14 @@ func (s *Store) rulesOf(ctx context.Context, c *Checkpoint, h *held, entries map
 	}
 	if h.inRepo {
 		r.outer = s.outerRulesOf(ctx, h)
+	}
+	for _, root := range r.repos {
+		if root != "" && slices.Contains(h.repos, root) {
+			if r.nested == nil {
+				r.nested = map[string][]outerRules{}
+			}
+			r.nested[root] = s.nestedOuterRules(ctx, root)
+		}
 	}
 	if entries == nil {
 		all, err := s.treeEntries(ctx, c.Tree, nil)
@@ -1014,16 +1062,23 @@ func (r *targetRules) ownIgnores(p string, isDir bool) bool {
 	return r.judge(p, isDir, false)
 }
 
-func (r *targetRules) judge(p string, isDir, outer bool) bool {
-	if defaultExcludes.excluded(p, isDir) || r.rewind.excluded(p, isDir) {
-		return true
-	}
+// repoOf is the root of the innermost nested repository the checkpoint
+// recorded that holds p, "" for the work tree's own.
+func (r *targetRules) repoOf(p string) string {
 	root := ""
 	for _, repo := range r.repos {
 		if repo != "" && within(p, repo) && p != repo && len(repo) > len(root) {
 			root = repo
 		}
 	}
+	return root
+}
+
+func (r *targetRules) judge(p string, isDir, outer bool) bool {
+	if defaultExcludes.excluded(p, isDir) || r.rewind.excluded(p, isDir) {
+		return true
+	}
+	root := r.repoOf(p)
 	type level struct {
 		base string
 		ps   ignorePatterns
@@ -1053,8 +1108,12 @@ func (r *targetRules) judge(p string, isDir, outer bool) bool {
 				return ex, true
 			}
 		}
-		if root == "" && outer {
-			for _, o := range r.outer {
+		if outer {
+			sources := r.outer
+			if root != "" {
+				sources = r.nested[root]
+			}
+			for _, o := range sources {
 				if ex, ok := o.ps.lastMatch(o.prefix+q, isDir); ok {
 					return ex, true
 				}
