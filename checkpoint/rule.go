@@ -561,11 +561,22 @@ func (s *Store) ignoredNow(ctx context.Context, h *held, paths []string, isDir b
 	// directories (a/b/) does not match; yet a restore that made the
 	// directory could not be undone, for the rules of now ignore it. Such a
 	// directory is asked again in the stand-in work tree, where it is one,
-	// by the patterns alone (as the undo's empty directories are). (One
+	// by the patterns alone (as the undo's empty directories are); outside
+	// a repository, where the work tree's .gitignore files are the only
+	// source, their patterns decide, with it taken for a directory. (One
 	// where a file or symlink is now is not: the undo puts that back over
 	// it.)
-	if len(missingDirs) > 0 && (h.inRepo || len(h.repos) > 1) {
-		if err := s.standInIgnored(ctx, h, missingDirs, true, ignored); err != nil {
+	var inRepo []string
+	outside := &targetRules{gitignore: map[string]ignorePatterns{}, repos: h.repos}
+	for _, d := range missingDirs {
+		if h.inRepo || h.repoOf(d) != "" {
+			inRepo = append(inRepo, d)
+		} else if s.gitignoresAbove(outside, d, map[string]bool{}); outside.ignores(d, true) {
+			ignored[d] = true
+		}
+	}
+	if len(inRepo) > 0 {
+		if err := s.standInIgnored(ctx, h, inRepo, true, ignored); err != nil {
 			return nil, err
 		}
 	}
@@ -588,16 +599,7 @@ func (s *Store) ignoredNow(ctx context.Context, h *held, paths []string, isDir b
 	above := map[string]bool{}
 	rules := &targetRules{gitignore: map[string]ignorePatterns{}, repos: h.repos}
 	for _, p := range beyondLink {
-		for d := path.Dir(p); ; d = path.Dir(d) {
-			if d == "." {
-				rules.gitignore[""] = readIgnoreFile(filepath.Join(s.WorkTree, ".gitignore"))
-				break
-			}
-			if !s.notADir(d) && !above[d] {
-				above[d] = true
-				rules.gitignore[d] = readIgnoreFile(filepath.Join(s.WorkTree, d, ".gitignore"))
-			}
-		}
+		s.gitignoresAbove(rules, p, above)
 	}
 	dirIgnored := map[string]bool{}
 	if err := s.checkIgnore(ctx, h, sortedKeys(above), true, dirIgnored); err != nil {
@@ -610,6 +612,21 @@ func (s *Store) ignoredNow(ctx context.Context, h *held, paths []string, isDir b
 		}
 	}
 	return ignored, nil
+}
+
+// gitignoresAbove reads into rules the .gitignore files of the work tree's
+// root and of every directory above p that is one now, and marks those
+// directories in above.
+func (s *Store) gitignoresAbove(rules *targetRules, p string, above map[string]bool) {
+	for d := path.Dir(p); d != "."; d = path.Dir(d) {
+		if !s.notADir(d) && !above[d] {
+			above[d] = true
+			rules.gitignore[d] = readIgnoreFile(filepath.Join(s.WorkTree, d, ".gitignore"))
+		}
+	}
+	if _, ok := rules.gitignore[""]; !ok {
+		rules.gitignore[""] = readIgnoreFile(filepath.Join(s.WorkTree, ".gitignore"))
+	}
 }
 
 // standInIgnored marks in ignored which of paths (each beyond a symlink in
