@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -397,5 +398,34 @@ func TestNamedSharedPartFormats(t *testing.T) {
 	}
 	if got := namedSharedPart(filepath.Join(t.TempDir(), "none")); got != "" {
 		t.Errorf("a missing index names %q", got)
+	}
+}
+
+// TestArmLeavesStatCache: an arm's capture (CreateFrom: another work tree,
+// an index of its own used once) leaves the store's stat cache as it was,
+// and the store's next checkpoint uses it.
+func TestArmLeavesStatCache(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	splitWorkTree(t, wt, 50)
+	if _, err := s.Create(ctx, CreateOptions{Reason: "one", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	s.cacheWrites.Wait()
+	before, err := os.ReadFile(s.statCacheFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	arm := filepath.Join(t.TempDir(), "arm")
+	splitWorkTree(t, arm, 80)
+	if _, err := s.CreateFrom(ctx, arm, CreateOptions{Reason: "arm", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if after, err := os.ReadFile(s.statCacheFile()); err != nil || !bytes.Equal(after, before) {
+		t.Fatalf("the arm's capture changed the store's stat cache (%d bytes to %d, %v)", len(before), len(after), err)
+	}
+	mustWrite(t, filepath.Join(wt, "d0/f000.txt"), "changed\n")
+	if _, trace := tracedCreate(t, s, wt, "two"); !strings.Contains(trace, "stat cache used: true") {
+		t.Errorf("the store's next checkpoint did not use its stat cache:\n%s", trace)
 	}
 }

@@ -51,8 +51,15 @@ const statCacheMagic = "rewind stat cache 6\n"
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// statCacheFile is where the cache lives, beside the index it describes.
-func (s *Store) statCacheFile() string { return s.scratchFile("statcache") }
+// statCacheFile is where the cache lives, beside the index it describes;
+// "" for an arm's index (CreateFrom), which is used once and has none: its
+// capture must leave the store's cache as it is.
+func (s *Store) statCacheFile() string {
+	if s.index != "" {
+		return ""
+	}
+	return s.scratchFile("statcache")
+}
 
 // indexStamp identifies the state of an index file: its size and its last 32
 // bytes (git's trailing checksum of it, and what precedes it).
@@ -354,7 +361,7 @@ func (a *pathArena) strings() []string {
 // readStatCache returns the cache when it describes the store's index as it
 // is now, else nil.
 func (s *Store) readStatCache() *statCache {
-	if statCacheOff {
+	if statCacheOff || s.statCacheFile() == "" {
 		return nil
 	}
 	data, err := os.ReadFile(s.statCacheFile())
@@ -378,6 +385,9 @@ func (s *Store) readStatCache() *statCache {
 // any failure) the old cache goes: it could only describe another index,
 // which its stamp would tell anyway.
 func (s *Store) writeStatCache(e *statEntries, stamp []byte, tree, base string) {
+	if s.statCacheFile() == "" {
+		return
+	}
 	defer gitexec.TraceStep(fmt.Sprintf("stat cache written (%d paths)", e.n), time.Now())
 	e.encode()
 	if err := rewriteCache(s.statCacheFile(), assembleStatCache(stamp, tree, base, e.n, e.encoded)); err != nil {
