@@ -606,12 +606,12 @@ func (s *Store) buildMeta(ctx context.Context, c *capture, h *held, keep []verdi
 	return unread, nil
 }
 
-// racyFiles are the indices of the kept files whose status changed since the capture
-// began (since: fileRacyCut), in keep's order. The files read now (those not
-// unchanged) are looked at again: one changed between the look that judged
-// it and the read carries a stale time in its verdict, and one gone since
-// (update-index then dropped it from the index) is racy too, so that the
-// stat cache never names a path the index may not hold.
+// racyFiles are the indices of the kept files whose status changed since
+// the capture began (since: fileRacyCut), in keep's order. The files read
+// now (those not unchanged) are looked at again: one changed between the
+// look that judged it and the read carries a stale time in its verdict, and
+// one gone since (update-index then dropped it from the index) is racy too,
+// so that the stat cache never names a path the index may not hold.
 func (s *Store) racyFiles(keep []verdict, since time.Time) []int {
 	cut := since.UnixNano()
 	var racy []int
