@@ -47,7 +47,7 @@ type statKey struct {
 	dev, ino, mode, size, mtime, ctime, uid, gid uint64
 }
 
-const statCacheMagic = "rewind stat cache 6\n"
+const statCacheMagic = "rewind stat cache 7\n"
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
@@ -99,15 +99,14 @@ type statCache struct {
 // encodeStatCache renders the cache, written on every checkpoint that changes
 // something and read by every capture, so quick to both: magic, stamp, tree,
 // base, count, then the entries in path order, each its path as the length
-// it shares with the one before and the rest, then its eight fields as
-// fixed little-endian words and its byID flag as a byte (statEntrySize);
+// it shares with the one before and the rest, then its key (appendStatEntry);
 // last a CRC-32C of all that.
 func encodeStatCache(c *statCache) []byte {
-	b := make([]byte, 0, len(c.paths)*(statEntrySize+16))
-	prev := ""
+	b := make([]byte, 0, len(c.paths)*statEntryRoom)
+	prev, prevKey := "", statKey{}
 	for i, p := range c.paths {
-		b = appendStatEntry(b, prev, p, c.keys[i], c.byID[i])
-		prev = p
+		b = appendStatEntry(b, prev, p, prevKey, c.keys[i], c.byID[i])
+		prev, prevKey = p, c.keys[i]
 	}
 	return assembleStatCache(c.stamp, c.tree, c.base, len(c.paths), b)
 }
@@ -128,13 +127,31 @@ func assembleStatCache(stamp []byte, tree, base string, n int, entries []byte) [
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
 }
 
-// statEntrySize is an entry's fixed part: the eight fields of its key and
-// its flag.
-const statEntrySize = 8*8 + 1
+// An entry's key is a byte of flags, then its fields as little-endian
+// words, those the flags do not give left out: the device, mode and owner a
+// file shares with the entry before it (most files of a tree), and a ctime
+// equal to its mtime.
+const (
+	sameDev = 1 << iota
+	sameMode
+	sameUID
+	sameGID
+	ctimeIsMtime
+	flagByID // the index holds it by its blob id
+	flagsAll = 1<<iota - 1
+)
+
+// statEntryMin is the least an entry takes: a path of one byte not shared,
+// the flags, the inode, size and mtime. statEntryRoom is what one usually
+// takes, to size a buffer.
+const (
+	statEntryMin  = 3 + 1 + 3*8
+	statEntryRoom = 48
+)
 
 // appendStatEntry encodes path (front-coded against prev, the path before
-// it) with its key and flag.
-func appendStatEntry(b []byte, prev, path string, k statKey, byID bool) []byte {
+// it) with its key (against prevKey, the key before it) and flag.
+func appendStatEntry(b []byte, prev, path string, prevKey, k statKey, byID bool) []byte {
 	shared := 0
 	for shared < len(path) && shared < len(prev) && path[shared] == prev[shared] {
 		shared++
@@ -142,14 +159,68 @@ func appendStatEntry(b []byte, prev, path string, k statKey, byID bool) []byte {
 	b = binary.AppendUvarint(b, uint64(shared))
 	b = binary.AppendUvarint(b, uint64(len(path)-shared))
 	b = append(b, path[shared:]...)
-	for _, v := range [8]uint64{k.dev, k.ino, k.mode, k.size, k.mtime, k.ctime, k.uid, k.gid} {
-		b = binary.LittleEndian.AppendUint64(b, v)
+	flags := byte(0)
+	for _, f := range [...]struct {
+		same bool
+		flag byte
+	}{{k.dev == prevKey.dev, sameDev}, {k.mode == prevKey.mode, sameMode}, {k.uid == prevKey.uid, sameUID},
+		{k.gid == prevKey.gid, sameGID}, {k.ctime == k.mtime, ctimeIsMtime}, {byID, flagByID}} {
+		if f.same {
+			flags |= f.flag
+		}
 	}
-	flag := byte(0)
-	if byID {
-		flag = 1
+	b = append(b, flags)
+	word := func(v uint64, left byte) {
+		if flags&left == 0 {
+			b = binary.LittleEndian.AppendUint64(b, v)
+		}
 	}
-	return append(b, flag)
+	word(k.dev, sameDev)
+	word(k.ino, 0)
+	word(k.mode, sameMode)
+	word(k.size, 0)
+	word(k.mtime, 0)
+	word(k.ctime, ctimeIsMtime)
+	word(k.uid, sameUID)
+	word(k.gid, sameGID)
+	return b
+}
+
+// readStatKey reads a key appendStatEntry wrote after prevKey, with its
+// byID flag; ok is false for a short or flawed one.
+func (r *cacheReader) readStatKey(prevKey statKey) (k statKey, byID, ok bool) {
+	fl := r.fixed(1)
+	if !r.ok || fl[0]&^flagsAll != 0 {
+		return k, false, false
+	}
+	flags := fl[0]
+	n := 3
+	for _, left := range [...]byte{sameDev, sameMode, ctimeIsMtime, sameUID, sameGID} {
+		if flags&left == 0 {
+			n++
+		}
+	}
+	f := r.fixed(8 * n)
+	if !r.ok {
+		return k, false, false
+	}
+	word := func(same byte, prev uint64) uint64 {
+		if flags&same != 0 {
+			return prev
+		}
+		v := binary.LittleEndian.Uint64(f)
+		f = f[8:]
+		return v
+	}
+	k.dev = word(sameDev, prevKey.dev)
+	k.ino = word(0, 0)
+	k.mode = word(sameMode, prevKey.mode)
+	k.size = word(0, 0)
+	k.mtime = word(0, 0)
+	k.ctime = word(ctimeIsMtime, k.mtime)
+	k.uid = word(sameUID, prevKey.uid)
+	k.gid = word(sameGID, prevKey.gid)
+	return k, flags&flagByID != 0, true
 }
 
 // statEntries are a capture's entries of the stat cache: the kept files,
@@ -196,8 +267,8 @@ func (e *statEntries) encode() {
 	if e.encoded != nil {
 		return
 	}
-	b := make([]byte, 0, e.n*(statEntrySize+16))
-	prev, racy := "", e.racy
+	b := make([]byte, 0, e.n*statEntryRoom)
+	prev, prevKey, racy := "", statKey{}, e.racy
 	for i := range e.keep {
 		v := &e.keep[i]
 		k, byID := v.key, e.byID(i)
@@ -208,8 +279,8 @@ func (e *statEntries) encode() {
 			}
 			k = statKey{}
 		}
-		b = appendStatEntry(b, prev, v.path, k, byID)
-		prev = v.path
+		b = appendStatEntry(b, prev, v.path, prevKey, k, byID)
+		prev, prevKey = v.path, k
 	}
 	e.encoded = b
 }
@@ -282,7 +353,7 @@ func decodeStatCache(data []byte) (*statCache, error) {
 	}
 	c := &statCache{stamp: bytes.Clone(r.bytes()), tree: r.str(), base: r.str()}
 	count := r.uvarint()
-	if !r.ok || count > uint64(len(r.rest))/(statEntrySize+2) { // an entry's least
+	if !r.ok || count > uint64(len(r.rest))/statEntryMin {
 		return nil, bad
 	}
 	c.keys = make([]statKey, 0, count)
@@ -294,14 +365,19 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		if !r.ok || !arena.add(shared, tail) {
 			return nil, bad
 		}
-		f := r.fixed(statEntrySize)
-		if !r.ok || f[8*8] > 1 {
+		prevKey := statKey{}
+		if i > 0 {
+			prevKey = c.keys[i-1]
+		}
+		k, byID, ok := r.readStatKey(prevKey)
+		if !ok {
 			return nil, bad
 		}
-		w := func(j int) uint64 { return binary.LittleEndian.Uint64(f[8*j:]) }
-		c.keys = append(c.keys, statKey{w(0), w(1), w(2), w(3), w(4), w(5), w(6), w(7)})
-		c.byID = append(c.byID, f[8*8] == 1)
-		c.held += int(f[8*8])
+		c.keys = append(c.keys, k)
+		c.byID = append(c.byID, byID)
+		if byID {
+			c.held++
+		}
 	}
 	if !r.done() {
 		return nil, bad

@@ -16,9 +16,11 @@ import (
 
 func TestStatCacheRoundTrip(t *testing.T) {
 	want := &statCache{stamp: []byte("stamp"), tree: "tree", base: "base",
-		paths: []string{"a", "dir/b c\nd", "ünï/\x01name"},
-		keys:  []statKey{{1, 2, 0o100644, 3, 4, 5, 6, 7}, {8, 9, 0o120777, 10, 11, 12, 13, 14}, {}},
-		byID:  []bool{false, true, true}, held: 2}
+		paths: []string{"a", "dir/b c\nd", "ünï/\x01name", "ünï/\x01namf", "ünï/z"},
+		// the last two share device, mode and owner with the one before,
+		// and the last one's ctime is its mtime
+		keys: []statKey{{1, 2, 0o100644, 3, 4, 5, 6, 7}, {8, 9, 0o120777, 10, 11, 12, 13, 14}, {}, {0, 15, 0, 16, 17, 18, 0, 0}, {0, 19, 0, 20, 21, 21, 0, 0}},
+		byID: []bool{false, true, true, false, true}, held: 3}
 	data := encodeStatCache(want)
 	got, err := decodeStatCache(data)
 	if err != nil || !reflect.DeepEqual(got, want) {
