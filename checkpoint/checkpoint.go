@@ -491,6 +491,11 @@ type CreateOptions struct {
 	// process (a diff-tree against the newest checkpoint's tree): only
 	// --json prints the count.
 	CountChanges bool
+
+	// captured, when set, is given the capture before the commit is made:
+	// what depends on it alone (a restore's diff with its target) starts
+	// beside the commit and the ref.
+	captured func(*capture)
 }
 
 // Created says what Create did.
@@ -608,6 +613,9 @@ func (s *Store) create(ctx context.Context, opt CreateOptions, cps []*Checkpoint
 	}
 	for _, sk := range cap.skipped {
 		s.warn("skipped %s: %s", sk.Path, sk.Why)
+	}
+	if opt.captured != nil {
+		opt.captured(cap)
 	}
 	now := s.now()
 	res := &Created{Files: cap.files, capture: cap}

@@ -120,8 +120,11 @@ func (s *Store) restore(ctx context.Context, ref string, opt RestoreOptions, fil
 		}
 	}
 	// The state now, as the rule holds it: the safety checkpoint (a dry run
-	// only looks).
+	// only looks). Its diff with the target starts once its capture is
+	// done, beside its commit.
 	var cur *capture
+	var view *targetView
+	var viewErr error
 	if opt.DryRun {
 		cur, err = s.capture(ctx, max)
 		if retry, herr := heal(err); herr != nil {
@@ -137,7 +140,18 @@ func (s *Store) restore(ctx context.Context, ref string, opt RestoreOptions, fil
 		if len(files) > 0 {
 			reason = "pre-restore-safety-file"
 		}
-		made, err := s.create(ctx, CreateOptions{Reason: reason, Source: "checkpoint", MaxFileSize: max, Keep: len(cps) + 1}, slices.Clip(cps))
+		var viewed chan struct{} // (create calls viewing in this goroutine)
+		viewing := func(cap *capture) {
+			viewed = make(chan struct{})
+			go func() {
+				defer close(viewed)
+				view, viewErr = s.viewTarget(ctx, target, cap, files, listed)
+			}()
+		}
+		made, err := s.create(ctx, CreateOptions{Reason: reason, Source: "checkpoint", MaxFileSize: max, Keep: len(cps) + 1, captured: viewing}, slices.Clip(cps))
+		if viewed != nil {
+			<-viewed // on an error too: nothing outlives the restore
+		}
 		if retry, herr := heal(err); herr != nil {
 			return nil, herr
 		} else if retry {
@@ -161,9 +175,11 @@ func (s *Store) restore(ctx context.Context, ref string, opt RestoreOptions, fil
 		res.HeadNow = head
 	}
 	planned := time.Now()
-	view, err := s.viewTarget(ctx, target, cur, files, listed)
-	if err != nil {
-		return nil, err
+	if view == nil || view.cur != cur {
+		view, viewErr = s.viewTarget(ctx, target, cur, files, listed)
+	}
+	if viewErr != nil {
+		return nil, viewErr
 	}
 	plan, err := s.plan(ctx, target, cur, view, files)
 	if err != nil {
