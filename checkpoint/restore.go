@@ -320,6 +320,9 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, v *t
 	if err != nil {
 		return nil, err
 	}
+	if err := s.excludesAsRestored(ctx, target, cur, files, rules); err != nil {
+		return nil, err
+	}
 	ignoredThen := func(q string) bool { return !cur.held.tracked[q] && rules.ignores(q, false) }
 	// (The sources outside the work tree, which the restore leaves as they
 	// are, count with the checkpoint's: a .gitignore of now may be what

@@ -898,6 +898,7 @@ type targetRules struct {
 type outerRules struct {
 	prefix string // the work tree's path from the patterns' directory: "" or ending in '/'
 	ps     ignorePatterns
+	file   string // the file read (info/exclude, core.excludesFile); "" for a .gitignore
 }
 
 // outerRulesOf reads the ignore sources of the work tree's repository that
@@ -948,7 +949,7 @@ func (s *Store) outerRulesOf(ctx context.Context, h *held) []outerRules {
 	var outer []outerRules
 	for dir := s.WorkTree; dir != top; {
 		dir = filepath.Dir(dir)
-		outer = append(outer, outerRules{prefixFrom(dir), readIgnoreFile(filepath.Join(dir, ".gitignore"))})
+		outer = append(outer, outerRules{prefixFrom(dir), readIgnoreFile(filepath.Join(dir, ".gitignore")), ""})
 	}
 	return append(outer, repoExcludes(s.WorkTree, top, lines[0], config, prefixFrom(top))...)
 }
@@ -969,12 +970,68 @@ func repoExcludes(dir, top, exclude string, config []byte, prefix string) []oute
 	}
 	var outer []outerRules
 	for _, name := range names {
-		// git follows a symlink here, unlike for a .gitignore
-		if data, err := os.ReadFile(name); err == nil {
-			outer = append(outer, outerRules{prefix, parseIgnore(data)})
-		}
+		// git follows a symlink here, unlike for a .gitignore. One that is
+		// not there counts for nothing, yet is named: in the work tree, a
+		// restore may write it (excludesAsRestored).
+		data, _ := os.ReadFile(name)
+		outer = append(outer, outerRules{prefix, parseIgnore(data), name})
 	}
 	return outer
+}
+
+// excludesAsRestored takes the info/exclude or core.excludesFile of rules
+// that is a file of the work tree (a relative core.excludesFile, read from
+// the repository's top) as the restore to target leaves it, not as it is
+// now: the restore writes or deletes it like any other file, and what it
+// leaves as ignored must be ignored after it. So: the checkpoint's file; none
+// when the checkpoint has none and the state now (cur) holds one, which the
+// restore deletes. A --file restore not asked for it leaves it as it is, and
+// so does one of a file no checkpoint holds.
+func (s *Store) excludesAsRestored(ctx context.Context, target *Checkpoint, cur *capture, files []string, rules *targetRules) error {
+	roots := []string{s.WorkTree}
+	if real, err := filepath.EvalSymlinks(s.WorkTree); err == nil && real != s.WorkTree {
+		roots = append(roots, real)
+	}
+	relOf := func(file string) (string, bool) {
+		for _, root := range roots {
+			if rel, err := filepath.Rel(root, file); err == nil && filepath.IsLocal(rel) {
+				return filepath.ToSlash(rel), true
+			}
+		}
+		return "", false
+	}
+	adjust := func(sources []outerRules) error {
+		for i := range sources {
+			rel, ok := relOf(sources[i].file)
+			if !ok || !underAny(rel, files) {
+				continue
+			}
+			entries, err := s.treeEntries(ctx, target.Tree, []string{rel})
+			if err != nil {
+				return err
+			}
+			switch e, held := entries[rel]; {
+			case held && strings.HasPrefix(e, "100"):
+				blobs, err := s.readBlobs(ctx, []string{entryID(e)})
+				if err != nil {
+					return err
+				}
+				sources[i].ps = parseIgnore(blobs[0])
+			case !held && cur.inTree.has(rel):
+				sources[i].ps = nil
+			}
+		}
+		return nil
+	}
+	if err := adjust(rules.outer); err != nil {
+		return err
+	}
+	for _, sources := range rules.nested {
+		if err := adjust(sources); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // nestedOuterRules reads the ignore sources of the nested repository at root
