@@ -459,6 +459,8 @@ func TestExcludesFile(t *testing.T) {
 		{"core.excludesFile\nrel/z\x00", "rel/z", true}, // the caller puts it under the top
 		{"core.excludesfile\n~other/z\x00", "", false},
 		{"core.excludesfile\n%(prefix)/etc/ignore\x00", "", false},
+		{"core.excludesfile\n\x00", "", true},                            // set empty: none, not the default
+		{"core.excludesfile\n/a/x\x00core.excludesfile\n\x00", "", true}, // the last one
 	} {
 		got, ok := excludesFile([]byte(c.config))
 		if got != c.want || ok != c.ok {

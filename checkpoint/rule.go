@@ -321,10 +321,14 @@ func (s *Store) listingInputs(h *held, rewindIgnore []byte, revParse []string, c
 		if !ok {
 			return nil
 		}
-		if !filepath.IsAbs(excludes) {
-			excludes = filepath.Join(top, excludes) // git reads it from the top
+		if excludes == "" {
+			field("none")
+		} else {
+			if !filepath.IsAbs(excludes) {
+				excludes = filepath.Join(top, excludes) // git reads it from the top
+			}
+			field(readOrWhy(excludes))
 		}
-		field(readOrWhy(excludes))
 		// The .gitignore files above the work tree, up to the
 		// repository's top, apply to it too.
 		for dir := s.WorkTree; dir != top; {
@@ -336,19 +340,22 @@ func (s *Store) listingInputs(h *held, rewindIgnore []byte, revParse []string, c
 }
 
 // excludesFile is the excludes file git reads given its config (git config
-// -z --list): core.excludesFile (the last one), or the XDG default; a
-// relative path is the repository top's. false: a path rewind cannot
-// resolve as git would (~user/, %(prefix)/).
+// -z --list): core.excludesFile (the last one), or the XDG default; "" when
+// it is set empty (git then reads none); a relative path is the repository
+// top's. false: a path rewind cannot resolve as git would (~user/,
+// %(prefix)/).
 func excludesFile(config []byte) (string, bool) {
-	file := ""
+	file, set := "", false
 	for _, entry := range bytes.Split(config, []byte{0}) {
 		key, value, _ := bytes.Cut(entry, []byte{'\n'})
 		if strings.EqualFold(string(key), "core.excludesfile") {
-			file = string(value)
+			file, set = string(value), true
 		}
 	}
 	home, _ := os.UserHomeDir()
 	switch {
+	case set && file == "":
+		return "", true // set empty: git reads no excludes file, not the default
 	case file == "":
 		if xdg := os.Getenv("XDG_CONFIG_HOME"); xdg != "" {
 			return filepath.Join(xdg, "git", "ignore"), true
@@ -962,7 +969,7 @@ func repoExcludes(dir, top, exclude string, config []byte, prefix string) []oute
 		exclude = filepath.Join(dir, exclude)
 	}
 	names := []string{exclude}
-	if excludes, ok := excludesFile(config); ok {
+	if excludes, ok := excludesFile(config); ok && excludes != "" {
 		if !filepath.IsAbs(excludes) {
 			excludes = filepath.Join(top, excludes) // git reads it from the top
 		}
