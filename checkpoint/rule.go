@@ -923,19 +923,8 @@ func (s *Store) outerRulesOf(ctx context.Context, h *held) []outerRules {
 	if len(h.where) == 4 && h.configRead {
 		lines, config = h.where[2:], h.config
 	} else {
-		project := gitexec.Project{Dir: s.WorkTree}
-		var where []byte
-		var whereErr, configErr error
-		parallel(
-			func() error {
-				where, whereErr = project.Run(ctx, "rev-parse", "--git-path", "info/exclude", "--show-toplevel")
-				return nil
-			},
-			func() error {
-				config, configErr = project.Run(ctx, "config", "-z", "--list")
-				return nil
-			})
-		if lines = strings.Split(strings.TrimSpace(string(where)), "\n"); whereErr != nil || configErr != nil {
+		var ok bool
+		if lines, config, ok = askExcludes(ctx, s.WorkTree); !ok {
 			return nil
 		}
 	}
@@ -1041,14 +1030,12 @@ func (s *Store) excludesAsRestored(ctx context.Context, target *Checkpoint, cur 
 	return nil
 }
 
-// nestedOuterRules reads the ignore sources of the nested repository at root
-// that no checkpoint holds (its info/exclude and core.excludesFile), as its
-// git reads them. None when git does not answer for it as a repository whose
-// top is root.
-func (s *Store) nestedOuterRules(ctx context.Context, root string) []outerRules {
-	dir := filepath.Join(s.WorkTree, root)
+// askExcludes asks git in dir, side by side, where its info/exclude is and
+// its top (rev-parse's lines), and its config (for core.excludesFile); false
+// when either fails.
+func askExcludes(ctx context.Context, dir string) (lines []string, config []byte, ok bool) {
 	project := gitexec.Project{Dir: dir}
-	var where, config []byte
+	var where []byte
 	var whereErr, configErr error
 	parallel(
 		func() error {
@@ -1059,8 +1046,17 @@ func (s *Store) nestedOuterRules(ctx context.Context, root string) []outerRules 
 			config, configErr = project.Run(ctx, "config", "-z", "--list")
 			return nil
 		})
-	lines := strings.Split(strings.TrimSpace(string(where)), "\n")
-	if whereErr != nil || configErr != nil || len(lines) != 2 {
+	return strings.Split(strings.TrimSpace(string(where)), "\n"), config, whereErr == nil && configErr == nil
+}
+
+// nestedOuterRules reads the ignore sources of the nested repository at root
+// that no checkpoint holds (its info/exclude and core.excludesFile), as its
+// git reads them. None when git does not answer for it as a repository whose
+// top is root.
+func (s *Store) nestedOuterRules(ctx context.Context, root string) []outerRules {
+	dir := filepath.Join(s.WorkTree, root)
+	lines, config, ok := askExcludes(ctx, dir)
+	if !ok || len(lines) != 2 {
 		return nil
 	}
 	if a, err := os.Stat(dir); err != nil {
