@@ -998,8 +998,10 @@ func (s *Store) excludesAsRestored(ctx context.Context, target *Checkpoint, cur 
 	}
 	adjust := func(sources []outerRules) error {
 		for i := range sources {
+			// (info/exclude, in a .git of the work tree, is no file a
+			// checkpoint holds: no lookup for it)
 			rel, ok := relOf(sources[i].file)
-			if !ok || !underAny(rel, files) {
+			if !ok || hasGitComponent(rel) || !underAny(rel, files) {
 				continue
 			}
 			entries, err := s.treeEntries(ctx, target.Tree, []string{rel})
