@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rewind-cli/rewind/gitexec"
 )
 
 func rgit(t *testing.T, dir string, args ...string) {
@@ -277,5 +279,33 @@ func TestUnlinkWrites(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(wt, "dir", "g")); err != nil {
 		t.Errorf("a directory's file deleted: %v", err)
+	}
+}
+
+// TestRestoreLooksUpNoGitFile: a restore in a repository looks no ignore
+// source below .git up in the checkpoint's tree (info/exclude is in the
+// work tree's .git, and no checkpoint holds it): no git process for it.
+func TestRestoreLooksUpNoGitFile(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	if out, err := exec.Command("git", "init", "-q", wt).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	mustWrite(t, filepath.Join(wt, "f"), "a\n")
+	if _, err := s.Create(ctx, CreateOptions{Reason: "a", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(wt, "f"), "b\n")
+	var trace strings.Builder
+	gitexec.Trace = &trace
+	_, err := s.Restore(ctx, "a", RestoreOptions{})
+	gitexec.Trace = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(trace.String(), "\n") {
+		if strings.Contains(line, "ls-tree") && strings.Contains(line, ".git/") {
+			t.Errorf("a restore looked a file below .git up: %s", line[max(0, len(line)-120):])
+		}
 	}
 }
