@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,6 +68,15 @@ func diffMaps(a, b map[string]string) string {
 		}
 	}
 	return strings.Join(d, " ")
+}
+
+// seededRand is a random source seeded from the clock, its seed logged so
+// that a failing run can be replayed.
+func seededRand(t *testing.T) *rand.Rand {
+	t.Helper()
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	return rand.New(rand.NewSource(seed))
 }
 
 func newStore(t *testing.T) (*Store, string) {

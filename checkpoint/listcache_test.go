@@ -90,9 +90,7 @@ func TestListCacheSameCheckpoints(t *testing.T) {
 	}
 	gitIn(t, wt, "add", "-A")
 
-	seed := time.Now().UnixNano()
-	rng := rand.New(rand.NewSource(seed))
-	t.Logf("seed %d", seed)
+	rng := seededRand(t)
 	dir := func() string { return []string{"", "src", "src/d1", "src/d2/new", "top", "src/d3"}[rng.Intn(6)] }
 	file := func() string {
 		return filepath.Join(dir(), []string{"a.go", "b.log", "c.tmp", "d.txt", "out/e.go"}[rng.Intn(5)])

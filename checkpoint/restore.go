@@ -175,7 +175,7 @@ func (s *Store) restore(ctx context.Context, ref string, opt RestoreOptions, fil
 		res.HeadNow = head
 	}
 	planned := time.Now()
-	if view == nil || view.cur != cur {
+	if view == nil && viewErr == nil { // a dry run: no safety checkpoint started it
 		view, viewErr = s.viewTarget(ctx, target, cur, files, listed)
 	}
 	if viewErr != nil {

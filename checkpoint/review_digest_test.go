@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"context"
 	"fmt"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -174,9 +173,7 @@ func TestListCacheDigestRestores(t *testing.T) {
 		mustWrite(t, filepath.Join(wt, fmt.Sprintf("s/d%d/f%d.txt", i%3, i)), fmt.Sprint("one ", i))
 	}
 	gitIn(t, wt, "add", "-A")
-	seed := time.Now().UnixNano()
-	rng := rand.New(rand.NewSource(seed))
-	t.Logf("seed %d", seed)
+	rng := seededRand(t)
 	dir := func() string { return []string{"", "s", "s/d0", "s/d1", "s/d2", "s/d1/e"}[rng.Intn(6)] }
 	name := func() string { return []string{"a.txt", "b.log", "f0.txt", "f1.txt", "g"}[rng.Intn(5)] }
 	// (a path whose parent is a file, or that is a directory, is left be)
