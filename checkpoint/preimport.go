@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -28,75 +27,96 @@ const preimportMax = 2000
 // stay reachable until the next one (a gc of the procedure's keeps them).
 const importRef = "refs/rewind/import"
 
-// preimport writes the objects a capture of a few changed files needs (their
-// blobs, and the trees of every directory above them) into one pack, with
-// one git fast-import: the last tree written, base, with the changes on top.
+// preimport writes the objects a capture of a few changed files needs
+// (their blobs, the trees of every directory above them, and a commit of
+// the root tree for importRef) as one pack: the last tree written, base,
+// with the changes on top, its trees read with one git cat-file.
 // update-index and write-tree then find every object there and write none,
 // where each would otherwise be a file of its own (a create, a write and a
 // rename each: on many file systems most of a small checkpoint's cost).
 //
 // The files in held (readHeld) go in as read then; the others are read
-// now. It reports whether the import went through, and its root tree (""
-// when fast-import did not name it). A failure is only reported: the
-// capture then hashes the files itself.
+// now. It reports whether the import went through, and its root tree. A
+// failure is only reported: the capture then hashes the files itself.
 func (s *Store) preimport(ctx context.Context, base string, update []verdict, remove []string, held map[string]heldBlob) (ok bool, tree string) {
 	defer gitexec.TraceStep(fmt.Sprintf("%d changes written as one pack", len(update)+len(remove)), time.Now())
-	pr, pw := io.Pipe()
-	go func() {
-		pw.CloseWithError(s.writeImport(pw, base, update, remove, held))
-	}()
-	g := s.git()
-	// fastimport.unpackLimit: a pack however few its objects (git would
-	// otherwise write fewer than 100 loose)
-	out, err := g.RunInput(ctx, pr, "-c", "fastimport.unpackLimit=0", "fast-import", "--quiet", "--done", "--force")
+	tree, err := s.writeImport(ctx, base, update, remove, held)
 	if err != nil {
-		pr.CloseWithError(err)
-		s.warnTrace("fast-import: %v", err)
+		s.warnTrace("import: %v", err)
 		return false, ""
 	}
-	// ls's answer: "040000 tree <id>\t"
-	if f := strings.Fields(string(out)); len(f) == 3 && f[0] == "040000" && f[1] == "tree" && len(f[2]) == len(base) {
-		tree = f[2]
-	}
 	return true, tree
+}
+
+// writeImport is preimport's work: the pack, then importRef.
+func (s *Store) writeImport(ctx context.Context, base string, update []verdict, remove []string, held map[string]heldBlob) (string, error) {
+	root := &treeEdit{}
+	for _, p := range remove {
+		root.below(p).gone = true
+	}
+	p, err := newPackWriter(filepath.Join(s.gitDir(), "objects", "pack"), len(base) == 64)
+	if err != nil {
+		return "", err
+	}
+	defer p.abort() // after finish, only a no-op
+	for _, v := range update {
+		root.below(v.path)
+	}
+	// the trees are read while the blobs are written
+	var treesErr error
+	treesRead := make(chan struct{})
+	go func() { treesErr = s.readBaseTrees(ctx, base, root); close(treesRead) }()
+	defer func() { <-treesRead }()
+	blob := func(v verdict, b heldBlob, o packedObject) error {
+		root.below(v.path).blob = &treeEntry{mode: b.mode, id: o.id}
+		return p.write(o)
+	}
+	if held != nil {
+		// compressed side by side, written in order
+		blobs := make([]packedObject, len(update))
+		forEach(len(update), func(i int) { blobs[i] = p.pack(packBlob, held[update[i].path].data) })
+		for i, v := range update {
+			if err := blob(v, held[v.path], blobs[i]); err != nil {
+				return "", err
+			}
+		}
+	} else {
+		// one at a time: they may be large
+		for _, v := range update {
+			b, err := s.readBlob(v, base, readNoFollow)
+			if err != nil {
+				continue // gone or changed: write-tree decides
+			}
+			b.data = importRead(v.path, b.data)
+			if err := blob(v, b, p.pack(packBlob, b.data)); err != nil {
+				return "", err
+			}
+		}
+	}
+	if <-treesRead; treesErr != nil {
+		return "", treesErr
+	}
+	rootID, err := writeTrees(root, p, true)
+	if err != nil {
+		return "", err
+	}
+	tree := hex.EncodeToString(rootID)
+	commit := []byte(fmt.Sprintf("tree %s\nauthor rewind <%[2]s> 0 +0000\ncommitter rewind <%[2]s> 0 +0000\n\n", tree, gitexec.IdentityEmail))
+	c := p.pack(packCommit, commit)
+	if err := p.write(c); err != nil {
+		return "", err
+	}
+	if err := p.finish(); err != nil {
+		return "", err
+	}
+	_, err = s.git().Run(ctx, "update-ref", importRef, hex.EncodeToString(c.id))
+	return tree, err
 }
 
 // preimportFits reports whether preimport takes a change: a few files on the
 // last tree written, with a git that can merge the packs it makes.
 func preimportFits(base string, update, remove int) bool {
 	return base != "" && update <= preimportMax && update+remove > 0 && gitexec.AtLeast(geometricVersion)
-}
-
-// writeImport writes the fast-import stream: one commit of base with the
-// removals, then the files (those not in held read now), then an ls of the
-// root, whose answer names the commit's tree.
-func (s *Store) writeImport(w io.Writer, base string, update []verdict, remove []string, held map[string]heldBlob) error {
-	var head bytes.Buffer
-	fmt.Fprintf(&head, "commit %s\ncommitter %s <%s> 0 +0000\ndata 0\nM 040000 %s \"\"\n", importRef, "rewind", gitexec.IdentityEmail, base)
-	for _, p := range remove {
-		fmt.Fprintf(&head, "D %s\n", quoteImportPath(p))
-	}
-	if _, err := w.Write(head.Bytes()); err != nil {
-		return err
-	}
-	for _, v := range update {
-		b, ok := held[v.path]
-		if !ok {
-			var err error
-			if b, err = s.readBlob(v, base, readNoFollow); err != nil {
-				continue // gone or changed: write-tree decides
-			}
-			b.data = importRead(v.path, b.data)
-		}
-		if _, err := fmt.Fprintf(w, "M %s inline %s\ndata %d\n", b.mode, quoteImportPath(v.path), len(b.data)); err != nil {
-			return err
-		}
-		if _, err := w.Write(append(b.data, '\n')); err != nil {
-			return err
-		}
-	}
-	_, err := io.WriteString(w, "ls \"\"\ndone\n")
-	return err
 }
 
 // heldBlob is a changed file as the capture read it: its content, its mode
@@ -209,7 +229,7 @@ var importRead = func(_ string, data []byte) []byte { return data }
 
 // geometricVersion is the first git with repack --geometric, which
 // consolidatePacks needs; preimport, which makes a pack per capture, waits
-// for it too (and fast-import's root tree replacement is long there).
+// for it too.
 const geometricVersion = "2.32"
 
 // packsMax is the number of small packs past which a capture merges them:
@@ -288,28 +308,6 @@ func readNoFollow(full string) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(f)
-}
-
-// quoteImportPath quotes a path as fast-import reads one: C-style, always
-// (a path may hold a newline, a quote, or start with one).
-func quoteImportPath(p string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(p); i++ {
-		switch c := p[i]; {
-		case c == '"' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c == '\n':
-			b.WriteString(`\n`)
-		case c < 0x20 || c == 0x7f:
-			b.WriteString(`\` + strconv.FormatInt(int64(c)|0o1000, 8)[1:])
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }
 
 // warnTrace reports a failure that costs only time, under REWIND_TRACE.

@@ -1,0 +1,421 @@
+package checkpoint
+
+// The objects of a small change (its blobs, the trees above them), written
+// by rewind as one pack: see preimport.
+
+import (
+	"bufio"
+	"bytes"
+	"compress/zlib"
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Object types as a pack header names them.
+const (
+	packCommit = 1
+	packTree   = 2
+	packBlob   = 3
+)
+
+// treeEdit is what a capture changes at one name of a directory: a file
+// put there (blob), the name taken away (gone), or changes below it (sub).
+type treeEdit struct {
+	blob *treeEntry
+	gone bool
+	sub  map[string]*treeEdit
+	// base is the directory's entries in the base tree (when it is a tree
+	// there: baseID), read before the new tree is worked out.
+	baseID string
+	base   []treeEntry
+}
+
+// treeEntry is one entry of a tree object: its mode as the tree spells it,
+// its name and its raw object id.
+type treeEntry struct {
+	mode, name string
+	id         []byte
+}
+
+func (e treeEntry) isTree() bool { return e.mode == "40000" }
+
+// below returns the edit at path under e, made on the way.
+func (e *treeEdit) below(path string) *treeEdit {
+	for _, name := range strings.Split(path, "/") {
+		if e.sub == nil {
+			e.sub = map[string]*treeEdit{}
+		}
+		next := e.sub[name]
+		if next == nil {
+			next = &treeEdit{}
+			e.sub[name] = next
+		}
+		e = next
+	}
+	return e
+}
+
+// readBaseTrees reads the base tree of every directory the edits change,
+// with one git cat-file asked for them all at once: the root by base, the
+// others by base:path. A path that is no tree there (missing, or a file)
+// has no base.
+func (s *Store) readBaseTrees(ctx context.Context, base string, root *treeEdit) error {
+	var ask []*treeEdit
+	var req bytes.Buffer
+	var walk func(e *treeEdit, path string) error
+	walk = func(e *treeEdit, path string) error {
+		if strings.ContainsAny(path, "\n\r") {
+			return fmt.Errorf("%q: a path cat-file cannot be asked for", path)
+		}
+		ask = append(ask, e)
+		name := base
+		if path != "" {
+			name += ":" + path
+		}
+		req.WriteString(name + "\n")
+		for name, sub := range e.sub {
+			if len(sub.sub) > 0 {
+				if err := walk(sub, strings.TrimPrefix(path+"/"+name, "/")); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(root, ""); err != nil {
+		return err
+	}
+	out := bytes.NewBuffer(nil)
+	if err := s.git().Stream(ctx, &req, out, "cat-file", "--batch"); err != nil {
+		return err
+	}
+	for _, e := range ask {
+		id, typ, data, err := nextBatchAnswer(out)
+		if err != nil {
+			return err
+		}
+		if typ == "tree" {
+			e.baseID = id
+			if e.base, err = parseTree(data, len(base)/2); err != nil {
+				return fmt.Errorf("tree %s: %w", id, err)
+			}
+		}
+	}
+	return nil
+}
+
+// nextBatchAnswer takes one answer of cat-file --batch off out: the
+// object's id, type and content ("missing" and no content for an object
+// not there).
+func nextBatchAnswer(out *bytes.Buffer) (id, typ string, data []byte, err error) {
+	head, err := out.ReadString('\n')
+	if err != nil {
+		return "", "", nil, fmt.Errorf("cat-file: %w", err)
+	}
+	f := strings.Fields(head)
+	if len(f) == 2 && f[1] == "missing" {
+		return "", "missing", nil, nil
+	}
+	if len(f) != 3 {
+		return "", "", nil, fmt.Errorf("cat-file: %q", strings.TrimSpace(head))
+	}
+	size, err := strconv.Atoi(f[2])
+	if err != nil || out.Len() < size+1 {
+		return "", "", nil, fmt.Errorf("cat-file: %q and %d bytes", strings.TrimSpace(head), out.Len())
+	}
+	data = out.Next(size + 1)[:size] // and the newline after it
+	return f[0], f[1], data, nil
+}
+
+// parseTree splits a tree object into its entries (ids of idLen bytes).
+func parseTree(data []byte, idLen int) ([]treeEntry, error) {
+	var entries []treeEntry
+	for len(data) > 0 {
+		sp := bytes.IndexByte(data, ' ')
+		nul := bytes.IndexByte(data, 0)
+		if sp <= 0 || nul < sp+2 || len(data) < nul+1+idLen {
+			return nil, errors.New("malformed entry")
+		}
+		entries = append(entries, treeEntry{mode: string(data[:sp]), name: string(data[sp+1 : nul]), id: data[nul+1 : nul+1+idLen]})
+		data = data[nul+1+idLen:]
+	}
+	return entries, nil
+}
+
+// treeOrder compares two entries in the order of git's trees: by name, a
+// tree's name as if it ended in a slash.
+func treeOrder(a, b treeEntry) int {
+	n := min(len(a.name), len(b.name))
+	if c := strings.Compare(a.name[:n], b.name[:n]); c != 0 {
+		return c
+	}
+	next := func(e treeEntry) int {
+		switch {
+		case len(e.name) > n:
+			return int(e.name[n])
+		case e.isTree():
+			return '/'
+		}
+		return 0
+	}
+	return next(a) - next(b)
+}
+
+// writeTrees works out the new tree of e (its base with the edits) and
+// those below it, adding every one that differs from its base to p. It
+// returns the tree's id, or nil when it holds nothing (git writes no empty
+// directory; only the root may be an empty tree).
+func writeTrees(e *treeEdit, p *packWriter, isRoot bool) ([]byte, error) {
+	entries := make(map[string]treeEntry, len(e.base)+len(e.sub))
+	for _, entry := range e.base {
+		entries[entry.name] = entry
+	}
+	for name, sub := range e.sub {
+		switch {
+		case sub.blob != nil:
+			entries[name] = treeEntry{mode: sub.blob.mode, name: name, id: sub.blob.id}
+		case len(sub.sub) > 0:
+			id, err := writeTrees(sub, p, false)
+			if err != nil {
+				return nil, err
+			}
+			// emptied: gone unless it was no directory (a file there
+			// stays, but when removed itself)
+			was, ok := entries[name]
+			switch {
+			case id != nil:
+				entries[name] = treeEntry{mode: "40000", name: name, id: id}
+			case sub.gone || (ok && was.isTree()):
+				delete(entries, name)
+			}
+		case sub.gone:
+			delete(entries, name)
+		}
+	}
+	if len(entries) == 0 && !isRoot {
+		return nil, nil
+	}
+	var data bytes.Buffer
+	for _, entry := range slices.SortedFunc(maps.Values(entries), treeOrder) {
+		data.WriteString(entry.mode + " " + entry.name + "\x00")
+		data.Write(entry.id)
+	}
+	o := p.pack(packTree, data.Bytes())
+	if hex.EncodeToString(o.id) != e.baseID {
+		if err := p.write(o); err != nil {
+			return nil, err
+		}
+	}
+	return o.id, nil
+}
+
+// packWriter writes objects into a new pack of the store, and its index.
+type packWriter struct {
+	dir     string
+	f       *os.File
+	w       *bufio.Writer
+	off     int64
+	sha256  bool
+	objects []packedObject
+	seen    map[string]bool
+	done    bool
+}
+
+// packedObject is an object as a pack holds it (its type and size, then
+// its content compressed), and where it is in the pack, for its index.
+type packedObject struct {
+	id, data []byte
+	off      int64
+	crc      uint32
+}
+
+// newPackWriter starts a pack in the store's objects/pack, as a temporary
+// file until finish names it.
+func newPackWriter(dir string, sha256Format bool) (*packWriter, error) {
+	f, err := os.CreateTemp(dir, "tmp_pack_")
+	if err != nil {
+		return nil, err
+	}
+	p := &packWriter{dir: dir, f: f, w: bufio.NewWriterSize(f, 256<<10), sha256: sha256Format, seen: map[string]bool{}}
+	// the count is written when known (finish)
+	_, err = p.w.Write([]byte{'P', 'A', 'C', 'K', 0, 0, 0, 2, 0, 0, 0, 0})
+	p.off = 12
+	return p, err
+}
+
+func (p *packWriter) newHash() hash.Hash {
+	if p.sha256 {
+		return sha256.New()
+	}
+	return sha1.New()
+}
+
+// compressors are zlib writers of each level, used again (a new one
+// allocates hundreds of kilobytes).
+var compressors = map[int]*sync.Pool{}
+
+func init() {
+	for _, level := range []int{zlib.NoCompression, zlib.DefaultCompression} {
+		compressors[level] = &sync.Pool{New: func() any { z, _ := zlib.NewWriterLevel(nil, level); return z }}
+	}
+}
+
+// pack makes an object of type typ holding data as a pack holds it. Trees
+// are stored, not compressed: compressing a few kilobytes, most of them
+// object ids, costs more than writing them (a merge of the packs, which
+// stores most trees as deltas, compresses those). Blobs and commits are
+// compressed as git does by default.
+func (p *packWriter) pack(typ int, data []byte) packedObject {
+	h := p.newHash()
+	fmt.Fprintf(h, "%s %d\x00", [...]string{packCommit: "commit", packTree: "tree", packBlob: "blob"}[typ], len(data))
+	h.Write(data)
+	var buf bytes.Buffer
+	size := len(data)
+	c := byte(typ<<4) | byte(size&15)
+	for size >>= 4; size > 0; size >>= 7 {
+		buf.WriteByte(c | 0x80)
+		c = byte(size & 0x7f)
+	}
+	buf.WriteByte(c)
+	level := zlib.DefaultCompression
+	if typ == packTree {
+		level = zlib.NoCompression
+	}
+	z := compressors[level].Get().(*zlib.Writer)
+	defer compressors[level].Put(z)
+	z.Reset(&buf)
+	z.Write(data)
+	z.Close()
+	return packedObject{id: h.Sum(nil), data: buf.Bytes(), crc: crc32.ChecksumIEEE(buf.Bytes())}
+}
+
+// write appends an object made by pack; an object already in the pack is
+// written once.
+func (p *packWriter) write(o packedObject) error {
+	if p.seen[string(o.id)] {
+		return nil
+	}
+	p.seen[string(o.id)] = true
+	if p.off+int64(len(o.data)) >= 1<<31 {
+		// offsets past 2 GiB take a second table in the index: a change
+		// this large is left to git
+		return errors.New("the pack would pass 2 GiB")
+	}
+	o.off = p.off
+	n, err := p.w.Write(o.data)
+	p.off += int64(n)
+	o.data = nil
+	p.objects = append(p.objects, o)
+	return err
+}
+
+// abort takes the unfinished pack away.
+func (p *packWriter) abort() {
+	if p.done {
+		return
+	}
+	p.f.Close()
+	os.Remove(p.f.Name())
+}
+
+// finish completes the pack (its count, its checksum) and writes its index
+// (version 2), each synced, then names both as git does: the pack first,
+// which its index then makes visible.
+func (p *packWriter) finish() error {
+	if err := p.w.Flush(); err != nil {
+		return err
+	}
+	var count [4]byte
+	binary.BigEndian.PutUint32(count[:], uint32(len(p.objects)))
+	if _, err := p.f.WriteAt(count[:], 8); err != nil {
+		return err
+	}
+	h := p.newHash()
+	if _, err := io.Copy(h, io.NewSectionReader(p.f, 0, p.off)); err != nil {
+		return err
+	}
+	sum := h.Sum(nil)
+	if _, err := p.f.WriteAt(sum, p.off); err != nil {
+		return err
+	}
+	if err := p.f.Sync(); err != nil {
+		return err
+	}
+	if err := p.f.Close(); err != nil {
+		return err
+	}
+	idx, err := os.CreateTemp(p.dir, "tmp_idx_")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(idx.Name())
+	if err := p.writeIndex(idx, sum); err != nil {
+		idx.Close()
+		return err
+	}
+	if err := idx.Close(); err != nil {
+		return err
+	}
+	name := filepath.Join(p.dir, "pack-"+hex.EncodeToString(sum))
+	for _, tmp := range []*os.File{p.f, idx} {
+		os.Chmod(tmp.Name(), 0o444)
+	}
+	if err := os.Rename(p.f.Name(), name+".pack"); err != nil {
+		return err
+	}
+	p.done = true
+	return os.Rename(idx.Name(), name+".idx")
+}
+
+// writeIndex writes the pack's index: the version 2 header, 256 counts of
+// ids by first byte, the sorted ids, their CRC-32s, their offsets, the
+// pack's checksum, its own.
+func (p *packWriter) writeIndex(f *os.File, packSum []byte) error {
+	objects := p.objects
+	sort.Slice(objects, func(i, j int) bool { return bytes.Compare(objects[i].id, objects[j].id) < 0 })
+	h := p.newHash()
+	w := bufio.NewWriter(io.MultiWriter(f, h))
+	w.Write(packIndexV2)
+	var word [8]byte
+	put32 := func(v uint32) { binary.BigEndian.PutUint32(word[:4], v); w.Write(word[:4]) }
+	n := 0
+	for b := 0; b < 256; b++ {
+		for n < len(objects) && int(objects[n].id[0]) == b {
+			n++
+		}
+		put32(uint32(n))
+	}
+	for _, o := range objects {
+		w.Write(o.id)
+	}
+	for _, o := range objects {
+		put32(o.crc)
+	}
+	for _, o := range objects {
+		put32(uint32(o.off)) // below 2 GiB: write refuses more
+	}
+	w.Write(packSum)
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if _, err := f.Write(h.Sum(nil)); err != nil {
+		return err
+	}
+	return f.Sync()
+}

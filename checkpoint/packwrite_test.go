@@ -1,0 +1,165 @@
+package checkpoint
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// importNames are names whose order in a tree is where git's differs from
+// plain byte order (a tree sorts as if its name ended in "/": "a" as a
+// directory comes after "a.b" and "a-b", before "a0"), and odd bytes.
+var importNames = []string{"a", "a.b", "a-b", "a0", "ab", "a b", "é", "z"}
+
+// randomImportPath is a path of one to three of importNames.
+func randomImportPath(r *rand.Rand) string {
+	parts := make([]string, 1+r.Intn(3))
+	for i := range parts {
+		parts[i] = importNames[r.Intn(len(importNames))]
+	}
+	return strings.Join(parts, "/")
+}
+
+// TestImportTreesRandom: random small changes (files written, removed,
+// made executable or symlinks; a file made a directory and a directory a
+// file; directories emptied) are imported as one pack rewind writes, and
+// each checkpoint's tree is git's: write-tree's of the same index (the
+// package's tests check every imported tree so) and a fresh store's, in a
+// sha1 and a sha256 store. fsck, strict, finds every pack and tree sound.
+func TestImportTreesRandom(t *testing.T) {
+	needPreimport(t)
+	for _, format := range []string{"sha1", "sha256"} {
+		t.Run(format, func(t *testing.T) {
+			r := seededRand(t)
+			ctx := context.Background()
+			s, wt := newStore(t)
+			if format == "sha256" {
+				wt = t.TempDir()
+				wt, _ = filepath.EvalSymlinks(wt)
+				s = sha256Store(t, wt)
+			}
+			for i := 0; i < 30; i++ {
+				writeImportFile(t, r, wt, randomImportPath(r))
+			}
+			imported := 0
+			for step := 0; step < 16; step++ {
+				for n := 1 + r.Intn(4); n > 0; n-- {
+					changeImportTree(t, r, wt)
+				}
+				nextSecond()
+				made, trace := traceCreate(t, s, fmt.Sprint("step ", step))
+				if strings.Contains(trace, "written as one pack") && !strings.Contains(trace, "ignored: import") {
+					imported++
+				}
+				if want := freshCheckpoint(t, wt).Tree; made.Checkpoint.Tree != want && format == "sha1" {
+					t.Fatalf("step %d: tree %s, a fresh store's %s", step, made.Checkpoint.Tree, want)
+				}
+			}
+			if imported < 10 {
+				t.Errorf("%d of 16 checkpoints imported", imported)
+			}
+			if out, err := s.git().Run(ctx, "-c", "fsck.zeroPaddedFilemode=error", "fsck", "--full", "--strict", "--no-dangling"); err != nil {
+				t.Fatalf("fsck: %v\n%s", err, out)
+			}
+			// each pack's index as git makes it from the pack (offsets, CRCs)
+			packs, _ := filepath.Glob(filepath.Join(s.gitDir(), "objects", "pack", "pack-*.idx"))
+			if out, err := s.git().Run(ctx, append([]string{"verify-pack"}, packs...)...); err != nil || len(packs) == 0 {
+				t.Fatalf("verify-pack %d packs: %v\n%s", len(packs), err, out)
+			}
+		})
+	}
+}
+
+// writeImportFile writes a file at path, made the way through: whatever
+// is in the way (a file where a directory goes) is removed first.
+func writeImportFile(t *testing.T, r *rand.Rand, wt, path string) {
+	full := filepath.Join(wt, path)
+	for dir := filepath.Dir(full); dir != wt; dir = filepath.Dir(dir) {
+		if fi, err := os.Lstat(dir); err == nil && !fi.IsDir() {
+			os.Remove(dir)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(full) // a directory or a symlink there
+	if r.Intn(8) == 0 {
+		if err := os.Symlink(fmt.Sprint("target-", r.Intn(5)), full); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	mode := os.FileMode(0o644)
+	if r.Intn(5) == 0 {
+		mode = 0o755
+	}
+	if err := os.WriteFile(full, []byte(fmt.Sprintf("%s %d\n", path, r.Intn(1000))), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// changeImportTree makes one random change in wt.
+func changeImportTree(t *testing.T, r *rand.Rand, wt string) {
+	var files, dirs []string
+	filepath.WalkDir(wt, func(p string, d os.DirEntry, err error) error {
+		if err != nil || p == wt {
+			return nil
+		}
+		rel, _ := filepath.Rel(wt, p)
+		if d.IsDir() {
+			dirs = append(dirs, rel)
+		} else {
+			files = append(files, rel)
+		}
+		return nil
+	})
+	pick := func(from []string) string {
+		if len(from) == 0 {
+			return randomImportPath(r)
+		}
+		return from[r.Intn(len(from))]
+	}
+	switch r.Intn(6) {
+	case 0: // a new file, or one rewritten
+		writeImportFile(t, r, wt, randomImportPath(r))
+	case 1:
+		writeImportFile(t, r, wt, pick(files))
+	case 2: // a file removed
+		os.Remove(filepath.Join(wt, pick(files)))
+	case 3: // a file made a directory
+		f := pick(files)
+		writeImportFile(t, r, wt, f+"/"+importNames[r.Intn(len(importNames))])
+	case 4: // a directory made a file, or emptied
+		d := pick(dirs)
+		os.RemoveAll(filepath.Join(wt, d))
+		if r.Intn(2) == 0 {
+			writeImportFile(t, r, wt, d)
+		}
+	case 5: // executable, or no longer
+		full := filepath.Join(wt, pick(files))
+		if fi, err := os.Lstat(full); err == nil && fi.Mode().IsRegular() {
+			os.Chmod(full, fi.Mode().Perm()^0o111)
+		}
+	}
+}
+
+// TestImportDirectoryNewline: a changed file in a directory whose name
+// holds a newline, which cat-file cannot be asked for by path: the import
+// gives up (as traced) and the checkpoint is git's all the same.
+func TestImportDirectoryNewline(t *testing.T) {
+	needPreimport(t)
+	s, wt := settledStore(t, tenFiles(t))
+	mustWrite(t, filepath.Join(wt, "odd\ndir/f.txt"), "new\n")
+	mustWrite(t, filepath.Join(wt, "d0/f0.txt"), "changed\n")
+	made, trace := traceCreate(t, s, "odd")
+	if !strings.Contains(trace, "ignored: import") {
+		t.Errorf("the import did not give up:\n%s", trace)
+	}
+	if want := freshTree(t, wt); made.Checkpoint.Tree != want {
+		t.Fatalf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
+	}
+}
