@@ -64,6 +64,9 @@ type capture struct {
 	held    *held       // what the rule held, and the repositories it found
 	inTree  sortedPaths // the paths of tree
 	meta    *meta
+	// imported is the commit of the objects an import wrote, for
+	// importRef (see keepImport)
+	imported string
 }
 
 // writeExcludes writes the default excludes to the store's info/exclude. rewind
@@ -410,7 +413,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			held = s.readHeld(changed, cached.base)
 		}
 		var tree string
-		importing := func() error { imported, tree = s.preimport(ctx, cached.base, changed, remove, held); return nil }
+		importing := func() error { imported, tree, c.imported = s.preimport(ctx, cached.base, changed, remove, held); return nil }
 		var err error
 		if held != nil {
 			// The files were read: what is racy among them is known, and

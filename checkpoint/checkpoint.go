@@ -677,13 +677,13 @@ func (s *Store) create(ctx context.Context, opt CreateOptions, cps []*Checkpoint
 	// process). Create-only: it fails rather than move a ref that already
 	// exists.
 	gone := evictable(cps, keep)
-	if err := s.updateRefs(ctx, c, gone); err != nil {
+	if err := s.updateRefs(ctx, c, gone, cap.imported); err != nil {
 		if len(gone) == 0 {
 			return nil, err
 		}
 		// The eviction may be what failed: the checkpoint alone, and the
 		// eviction for the next one to retry, not a failure of this one.
-		if err := s.updateRefs(ctx, c, nil); err != nil {
+		if err := s.updateRefs(ctx, c, nil, cap.imported); err != nil {
 			return nil, err
 		}
 		s.warn("could not evict old checkpoints (the next checkpoint retries): %v", err)
@@ -700,11 +700,14 @@ func (s *Store) create(ctx context.Context, opt CreateOptions, cps []*Checkpoint
 }
 
 // updateRefs creates the ref of c (when not nil) and deletes those of gone,
-// all or none.
-func (s *Store) updateRefs(ctx context.Context, c *Checkpoint, gone []*Checkpoint) error {
+// all or none; importRef moves to imported, when not "" (see keepImport).
+func (s *Store) updateRefs(ctx context.Context, c *Checkpoint, gone []*Checkpoint, imported string) error {
 	var b strings.Builder
 	if c != nil {
 		fmt.Fprintf(&b, "create %s %s\n", refName(c.Seq), c.ID)
+	}
+	if imported != "" {
+		fmt.Fprintf(&b, "update %s %s\n", importRef, imported)
 	}
 	for _, g := range gone {
 		fmt.Fprintf(&b, "delete %s %s\n", refName(g.Seq), g.ID)
@@ -775,7 +778,7 @@ func (c *Checkpoint) Budget() string {
 // counted.
 func (s *Store) evict(ctx context.Context, cps []*Checkpoint, keep int) ([]*Checkpoint, error) {
 	gone := evictable(cps, keep)
-	if err := s.updateRefs(ctx, nil, gone); err != nil {
+	if err := s.updateRefs(ctx, nil, gone, ""); err != nil {
 		return nil, err
 	}
 	return gone, s.writeManifest(without(cps, gone))

@@ -34,6 +34,9 @@ func (s *Store) Diff(ctx context.Context, ref, ref2, format string) (from *Check
 			return nil, nil, nil, "", err
 		}
 		cap, err := s.capture(ctx, DefaultMaxFileSize)
+		if err == nil {
+			s.keepImport(ctx, cap)
+		}
 		unlock()
 		if err != nil {
 			return nil, nil, nil, "", err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -161,5 +162,62 @@ func TestImportDirectoryNewline(t *testing.T) {
 	}
 	if want := freshTree(t, wt); made.Checkpoint.Tree != want {
 		t.Fatalf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
+	}
+}
+
+// TestImportRefNamesLastImport: importRef names a commit of the last
+// import's tree, so that a gc keeps the objects the store's index holds by
+// id: moved in the transaction that creates a checkpoint's ref (one
+// update-ref in all), and by itself after a capture no checkpoint holds (a
+// dry-run restore's, a diff's with the work tree). A gc --prune=now then
+// leaves every object of the index there.
+func TestImportRefNamesLastImport(t *testing.T) {
+	needPreimport(t)
+	ctx := context.Background()
+	s, wt := settledStore(t, tenFiles(t))
+	importTree := func() string {
+		out, err := s.git().Run(ctx, "rev-parse", importRef+"^{tree}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	mustWrite(t, filepath.Join(wt, "d0/f0.txt"), "changed\n")
+	made, trace := traceCreate(t, s, "changed")
+	if !strings.Contains(trace, "written as one pack") {
+		t.Fatalf("no import:\n%s", trace)
+	}
+	if n := strings.Count(trace, "git update-ref:"); n != 1 {
+		t.Errorf("%d update-ref processes, want the checkpoint's one", n)
+	}
+	if got := importTree(); got != made.Checkpoint.Tree {
+		t.Errorf("importRef's tree %s, the checkpoint's %s", got, made.Checkpoint.Tree)
+	}
+	nextSecond()
+	mustWrite(t, filepath.Join(wt, "d1/f1.txt"), "dry run\n")
+	if _, err := s.Restore(ctx, made.Checkpoint.ID, RestoreOptions{DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := importTree(), freshTree(t, wt); got != want {
+		t.Errorf("after a dry run: importRef's tree %s, the work tree's %s", got, want)
+	}
+	nextSecond()
+	mustWrite(t, filepath.Join(wt, "d2/f2.txt"), "diff\n")
+	if _, _, _, _, err := s.Diff(ctx, made.Checkpoint.ID, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	want := freshTree(t, wt)
+	if got := importTree(); got != want {
+		t.Errorf("after a diff: importRef's tree %s, the work tree's %s", got, want)
+	}
+	// as the procedure runs it: git's own index of the store, not rewind's
+	gc := exec.Command("git", "gc", "--quiet", "--prune=now")
+	gc.Env = append(os.Environ(), "GIT_DIR="+s.gitDir(), "GIT_WORK_TREE="+wt)
+	if out, err := gc.CombinedOutput(); err != nil {
+		t.Fatalf("git gc: %v %s", err, out)
+	}
+	// every blob the index names is there: write-tree writes none missing
+	if out, err := s.git().Run(ctx, "write-tree"); err != nil || strings.TrimSpace(string(out)) != want {
+		t.Fatalf("write-tree after the gc: %s %v", out, err)
 	}
 }

@@ -36,27 +36,44 @@ const importRef = "refs/rewind/import"
 // rename each: on many file systems most of a small checkpoint's cost).
 //
 // The files in held (readHeld) go in as read then; the others are read
-// now. It reports whether the import went through, and its root tree. A
-// failure is only reported: the capture then hashes the files itself.
-func (s *Store) preimport(ctx context.Context, base string, update []verdict, remove []string, held map[string]heldBlob) (ok bool, tree string) {
+// now. It reports whether the import went through, its root tree, and the
+// commit of it that importRef is to name (see keepImport). A failure is
+// only reported: the capture then hashes the files itself.
+func (s *Store) preimport(ctx context.Context, base string, update []verdict, remove []string, held map[string]heldBlob) (ok bool, tree, commit string) {
 	defer gitexec.TraceStep(fmt.Sprintf("%d changes written as one pack", len(update)+len(remove)), time.Now())
-	tree, err := s.writeImport(ctx, base, update, remove, held)
+	tree, commit, err := s.writeImport(ctx, base, update, remove, held)
 	if err != nil {
 		s.warnTrace("import: %v", err)
-		return false, ""
+		return false, "", ""
 	}
-	return true, tree
+	return true, tree, commit
 }
 
-// writeImport is preimport's work: the pack, then importRef.
-func (s *Store) writeImport(ctx context.Context, base string, update []verdict, remove []string, held map[string]heldBlob) (string, error) {
+// keepImport points importRef at the commit of c's import, when there was
+// one: a capture no checkpoint holds (a dry run's, a diff's) has its index
+// hold objects of the import by id that nothing else names. A checkpoint
+// moves importRef in the transaction that creates its ref (updateRefs); a
+// capture of the newest checkpoint's tree needs neither. A failure costs
+// only time: a later capture finds the objects a gc deleted missing, and
+// rebuilds its index.
+func (s *Store) keepImport(ctx context.Context, c *capture) {
+	if c.imported == "" {
+		return
+	}
+	if _, err := s.git().Run(ctx, "update-ref", importRef, c.imported); err != nil {
+		s.warnTrace("update-ref %s: %v", importRef, err)
+	}
+}
+
+// writeImport is preimport's work.
+func (s *Store) writeImport(ctx context.Context, base string, update []verdict, remove []string, held map[string]heldBlob) (string, string, error) {
 	root := &treeEdit{}
 	for _, p := range remove {
 		root.below(p).gone = true
 	}
 	p, err := newPackWriter(filepath.Join(s.gitDir(), "objects", "pack"), len(base) == 64)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	defer p.abort() // after finish, only a no-op
 	for _, v := range update {
@@ -77,7 +94,7 @@ func (s *Store) writeImport(ctx context.Context, base string, update []verdict, 
 		forEach(len(update), func(i int) { blobs[i] = p.pack(packBlob, held[update[i].path].data) })
 		for i, v := range update {
 			if err := blob(v, held[v.path], blobs[i]); err != nil {
-				return "", err
+				return "", "", err
 			}
 		}
 	} else {
@@ -89,28 +106,26 @@ func (s *Store) writeImport(ctx context.Context, base string, update []verdict, 
 			}
 			b.data = importRead(v.path, b.data)
 			if err := blob(v, b, p.pack(packBlob, b.data)); err != nil {
-				return "", err
+				return "", "", err
 			}
 		}
 	}
 	if <-treesRead; treesErr != nil {
-		return "", treesErr
+		return "", "", treesErr
 	}
 	rootID, err := writeTrees(root, p, true)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	tree := hex.EncodeToString(rootID)
-	commit := []byte(fmt.Sprintf("tree %s\nauthor rewind <%[2]s> 0 +0000\ncommitter rewind <%[2]s> 0 +0000\n\n", tree, gitexec.IdentityEmail))
-	c := p.pack(packCommit, commit)
+	c := p.pack(packCommit, fmt.Appendf(nil, "tree %s\nauthor rewind <%[2]s> 0 +0000\ncommitter rewind <%[2]s> 0 +0000\n\n", tree, gitexec.IdentityEmail))
 	if err := p.write(c); err != nil {
-		return "", err
+		return "", "", err
 	}
 	if err := p.finish(); err != nil {
-		return "", err
+		return "", "", err
 	}
-	_, err = s.git().Run(ctx, "update-ref", importRef, hex.EncodeToString(c.id))
-	return tree, err
+	return tree, hex.EncodeToString(c.id), nil
 }
 
 // preimportFits reports whether preimport takes a change: a few files on the

@@ -135,6 +135,7 @@ func (s *Store) restore(ctx context.Context, ref string, opt RestoreOptions, fil
 		if err != nil {
 			return nil, err
 		}
+		s.keepImport(ctx, cur)
 	} else {
 		reason := "pre-restore-safety"
 		if len(files) > 0 {
