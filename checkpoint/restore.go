@@ -119,12 +119,43 @@ func (s *Store) restore(ctx context.Context, ref string, opt RestoreOptions, fil
 			return nil, err
 		}
 	}
+	// The writes come from a scratch index holding only them (checkout-index
+	// writes from an index; a whole tree's would cost a full index write).
+	staged := s.git()
+	staged.IndexFile = s.restoreIndex()
+	os.Remove(staged.IndexFile) // a leftover of a restore killed here; the store lock is held
+	defer os.Remove(staged.IndexFile)
+	// prepare works out the plan from the state now and the target's view;
+	// for a restore that writes, it then reads every object to write and
+	// fills the scratch index. None of it touches the work tree: it runs
+	// beside the safety checkpoint's commit, ref and manifest, before the
+	// first change.
+	var plan *restorePlan
+	prepare := func(cur *capture, view *targetView) (err error) {
+		planned := time.Now()
+		if plan, err = s.plan(ctx, target, cur, view, files); err != nil {
+			return err
+		}
+		gitexec.TraceStep("restore plan", planned)
+		if opt.DryRun {
+			return nil
+		}
+		defer gitexec.TraceStep("objects to write read, and staged", time.Now())
+		var ids []string
+		for _, p := range plan.write {
+			ids = append(ids, entryID(view.entries[p]))
+		}
+		return parallel(
+			func() error { return s.checkReadable(ctx, ids) },
+			func() error { return stage(ctx, staged, view.entries, plan.write) },
+		)
+	}
 	// The state now, as the rule holds it: the safety checkpoint (a dry run
-	// only looks). Its diff with the target starts once its capture is
-	// done, beside its commit.
+	// only looks). Its diff with the target, and prepare, start once its
+	// capture is done, beside its commit.
 	var cur *capture
 	var view *targetView
-	var viewErr error
+	var viewErr, prepareErr error
 	if opt.DryRun {
 		cur, err = s.capture(ctx, max)
 		if retry, herr := heal(err); herr != nil {
@@ -136,6 +167,9 @@ func (s *Store) restore(ctx context.Context, ref string, opt RestoreOptions, fil
 			return nil, err
 		}
 		s.keepImport(ctx, cur)
+		if view, viewErr = s.viewTarget(ctx, target, cur, files, listed); viewErr == nil {
+			prepareErr = prepare(cur, view)
+		}
 	} else {
 		reason := "pre-restore-safety"
 		if len(files) > 0 {
@@ -146,7 +180,9 @@ func (s *Store) restore(ctx context.Context, ref string, opt RestoreOptions, fil
 			viewed = make(chan struct{})
 			go func() {
 				defer close(viewed)
-				view, viewErr = s.viewTarget(ctx, target, cap, files, listed)
+				if view, viewErr = s.viewTarget(ctx, target, cap, files, listed); viewErr == nil {
+					prepareErr = prepare(cap, view)
+				}
 			}()
 		}
 		made, err := s.create(ctx, CreateOptions{Reason: reason, Source: "checkpoint", MaxFileSize: max, Keep: len(cps) + 1, captured: viewing}, slices.Clip(cps))
@@ -175,18 +211,12 @@ func (s *Store) restore(ctx context.Context, ref string, opt RestoreOptions, fil
 	if head := cur.held.head; head != "" && target.Head != "" && head != target.Head {
 		res.HeadNow = head
 	}
-	planned := time.Now()
-	if view == nil && viewErr == nil { // a dry run: no safety checkpoint started it
-		view, viewErr = s.viewTarget(ctx, target, cur, files, listed)
-	}
 	if viewErr != nil {
 		return nil, viewErr
 	}
-	plan, err := s.plan(ctx, target, cur, view, files)
-	if err != nil {
-		return nil, err
+	if prepareErr != nil {
+		return nil, prepareErr
 	}
-	gitexec.TraceStep("restore plan", planned)
 	res.Write, res.Remove, res.Kept, res.Failed = plan.write, plan.remove, plan.kept, plan.failed
 	res.Mkdir, res.Rmdir = plan.mkdir, plan.rmdir
 	for _, c := range plan.chmod {
@@ -204,28 +234,11 @@ func (s *Store) restore(ctx context.Context, ref string, opt RestoreOptions, fil
 	}
 	written := time.Now()
 	defer gitexec.TraceStep("restore writes", written)
-	var ids []string
-	for _, p := range plan.write {
-		ids = append(ids, entryID(view.entries[p]))
-	}
-	// The writes come from a scratch index holding only them (checkout-index
-	// writes from an index; a whole tree's would cost a full index write).
-	// Filling it, reading every object to write and writing the marker of a
-	// restore under way touch nothing of the work tree: side by side, before
-	// the first change.
-	staged := s.git()
-	staged.IndexFile = s.restoreIndex()
-	os.Remove(staged.IndexFile) // a leftover of a restore killed here; the store lock is held
-	defer os.Remove(staged.IndexFile)
 	interrupted, err := s.interruptedRestore()
 	if err != nil {
 		return nil, err
 	}
-	if err := parallel(
-		func() error { return s.checkReadable(ctx, ids) },
-		func() error { return stage(ctx, staged, view.entries, plan.write) },
-		func() error { return s.markRestore(target, res.Safety, files) },
-	); err != nil {
+	if err := s.markRestore(target, res.Safety, files); err != nil {
 		// Nothing was changed: no restore is under way (but an
 		// interrupted one, whose marker stays).
 		if interrupted == nil {
