@@ -64,9 +64,8 @@ type capture struct {
 	held    *held       // what the rule held, and the repositories it found
 	inTree  sortedPaths // the paths of tree
 	meta    *meta
-	// imported is the commit of the objects an import wrote, for
-	// importRef (see keepImport)
-	imported string
+	// imported is the pack an import wrote: see keepImport
+	imported importedPack
 }
 
 // writeExcludes writes the default excludes to the store's info/exclude. rewind
@@ -89,6 +88,7 @@ func (s *Store) writeExcludes() error {
 // (rule.go) says a checkpoint holds it, and writes its tree. maxSize <= 0
 // means no limit. A damaged index is deleted and the capture made again.
 func (s *Store) capture(ctx context.Context, maxSize int64) (*capture, error) {
+	s.releaseImports()
 	if s.unsplitIndex() {
 		// An index rewind wrote before it split its index: split it now, a
 		// cost paid once. A failure is left to the capture, which reads the
@@ -413,7 +413,10 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			held = s.readHeld(changed, cached.base)
 		}
 		var tree string
-		importing := func() error { imported, tree, c.imported = s.preimport(ctx, cached.base, changed, remove, held); return nil }
+		importing := func() error {
+			imported, tree, c.imported = s.preimport(ctx, cached.base, changed, remove, held)
+			return nil
+		}
 		var err error
 		if held != nil {
 			// The files were read: what is racy among them is known, and

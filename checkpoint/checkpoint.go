@@ -608,6 +608,10 @@ func (s *Store) create(ctx context.Context, opt CreateOptions, cps []*Checkpoint
 			return err
 		},
 	)
+	if cap != nil {
+		// once the ref of its tree is there (or will not be)
+		defer s.releaseImport(cap)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -677,13 +681,13 @@ func (s *Store) create(ctx context.Context, opt CreateOptions, cps []*Checkpoint
 	// process). Create-only: it fails rather than move a ref that already
 	// exists.
 	gone := evictable(cps, keep)
-	if err := s.updateRefs(ctx, c, gone, cap.imported); err != nil {
+	if err := s.updateRefs(ctx, c, gone, cap.imported.commit); err != nil {
 		if len(gone) == 0 {
 			return nil, err
 		}
 		// The eviction may be what failed: the checkpoint alone, and the
 		// eviction for the next one to retry, not a failure of this one.
-		if err := s.updateRefs(ctx, c, nil, cap.imported); err != nil {
+		if err := s.updateRefs(ctx, c, nil, cap.imported.commit); err != nil {
 			return nil, err
 		}
 		s.warn("could not evict old checkpoints (the next checkpoint retries): %v", err)
@@ -912,6 +916,7 @@ func (s *Store) Prune(ctx context.Context, keep int) (evicted []*Checkpoint, bef
 	if err := s.compactIndex(ctx); err != nil {
 		return evicted, before, 0, err
 	}
+	s.releaseImports() // a pack with a .keep would be left as it is
 	g := s.git()
 	g.IndexFile = s.procedureIndex()
 	// repack and prune rather than gc: both run as rewind's direct children, so

@@ -335,52 +335,58 @@ func (p *packWriter) abort() {
 }
 
 // finish completes the pack (its count, its checksum) and writes its index
-// (version 2), each synced, then names both as git does: the pack first,
-// which its index then makes visible.
-func (p *packWriter) finish() error {
+// (version 2), each synced, then names both as git does: a .keep file
+// holding keep first (which keeps a repack from deleting its objects while
+// no ref names them), then the pack, then its index, which makes it
+// visible. It returns the .keep file's name.
+func (p *packWriter) finish(keep string) (string, error) {
 	if err := p.w.Flush(); err != nil {
-		return err
+		return "", err
 	}
 	var count [4]byte
 	binary.BigEndian.PutUint32(count[:], uint32(len(p.objects)))
 	if _, err := p.f.WriteAt(count[:], 8); err != nil {
-		return err
+		return "", err
 	}
 	h := p.newHash()
 	if _, err := io.Copy(h, io.NewSectionReader(p.f, 0, p.off)); err != nil {
-		return err
+		return "", err
 	}
 	sum := h.Sum(nil)
 	if _, err := p.f.WriteAt(sum, p.off); err != nil {
-		return err
+		return "", err
 	}
 	if err := p.f.Sync(); err != nil {
-		return err
+		return "", err
 	}
 	if err := p.f.Close(); err != nil {
-		return err
+		return "", err
 	}
 	idx, err := os.CreateTemp(p.dir, "tmp_idx_")
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer os.Remove(idx.Name())
 	if err := p.writeIndex(idx, sum); err != nil {
 		idx.Close()
-		return err
+		return "", err
 	}
 	if err := idx.Close(); err != nil {
-		return err
+		return "", err
 	}
 	name := filepath.Join(p.dir, "pack-"+hex.EncodeToString(sum))
 	for _, tmp := range []*os.File{p.f, idx} {
 		os.Chmod(tmp.Name(), 0o444)
 	}
+	if err := os.WriteFile(name+".keep", []byte(keep), 0o600); err != nil {
+		return "", err
+	}
 	if err := os.Rename(p.f.Name(), name+".pack"); err != nil {
-		return err
+		os.Remove(name + ".keep")
+		return "", err
 	}
 	p.done = true
-	return os.Rename(idx.Name(), name+".idx")
+	return name + ".keep", os.Rename(idx.Name(), name+".idx")
 }
 
 // writeIndex writes the pack's index: the version 2 header, 256 counts of

@@ -221,3 +221,53 @@ func TestImportRefNamesLastImport(t *testing.T) {
 		t.Fatalf("write-tree after the gc: %s %v", out, err)
 	}
 }
+
+// TestImportPackKeptUntilRef: an import's pack has a .keep file until a
+// ref names its objects, so that the procedure's git gc --prune=now
+// meanwhile deletes none of them; a checkpoint leaves none, and the next
+// capture deletes one a killed rewind left (and no one else's).
+func TestImportPackKeptUntilRef(t *testing.T) {
+	needPreimport(t)
+	ctx := context.Background()
+	s, wt := settledStore(t, tenFiles(t))
+	keeps := func() []string {
+		k, _ := filepath.Glob(filepath.Join(s.gitDir(), "objects", "pack", "*.keep"))
+		return k
+	}
+	mustWrite(t, filepath.Join(wt, "d0/f0.txt"), "changed before a gc\n")
+	c, err := s.capture(ctx, DefaultMaxFileSize) // as a checkpoint's, its ref not yet made
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := keeps(); len(k) != 1 || c.imported.keep != k[0] {
+		t.Fatalf(".keep files %v, the import's %q", k, c.imported.keep)
+	}
+	gc := exec.Command("git", "gc", "--quiet", "--prune=now")
+	gc.Env = append(os.Environ(), "GIT_DIR="+s.gitDir(), "GIT_WORK_TREE="+wt)
+	if out, err := gc.CombinedOutput(); err != nil {
+		t.Fatalf("git gc: %v %s", err, out)
+	}
+	if out, err := s.git().Run(ctx, "ls-tree", "-r", c.tree); err != nil {
+		t.Fatalf("the capture's tree after the gc: %v %s", err, out)
+	}
+	if out, err := s.git().Run(ctx, "cat-file", "-e", c.tree+":d0/f0.txt"); err != nil {
+		t.Fatalf("the changed file's blob after the gc: %v %s", err, out)
+	}
+	// a rewind killed here: its .keep stays, beside someone else's
+	foreign := filepath.Join(s.gitDir(), "objects", "pack", "pack-0000000000000000000000000000000000000000.keep")
+	if err := os.WriteFile(foreign, []byte("kept by hand\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nextSecond()
+	mustWrite(t, filepath.Join(wt, "d1/f1.txt"), "changed\n")
+	made, trace := traceCreate(t, s, "after")
+	if !strings.Contains(trace, "written as one pack") {
+		t.Fatalf("no import:\n%s", trace)
+	}
+	if k := keeps(); len(k) != 1 || k[0] != foreign {
+		t.Errorf(".keep files after a checkpoint: %v, want only %s", k, foreign)
+	}
+	if want := freshTree(t, wt); made.Checkpoint.Tree != want {
+		t.Errorf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
+	}
+}

@@ -36,44 +36,74 @@ const importRef = "refs/rewind/import"
 // rename each: on many file systems most of a small checkpoint's cost).
 //
 // The files in held (readHeld) go in as read then; the others are read
-// now. It reports whether the import went through, its root tree, and the
-// commit of it that importRef is to name (see keepImport). A failure is
-// only reported: the capture then hashes the files itself.
-func (s *Store) preimport(ctx context.Context, base string, update []verdict, remove []string, held map[string]heldBlob) (ok bool, tree, commit string) {
+// now. It reports whether the import went through, its root tree, and
+// the pack (see keepImport). A failure is only reported: the capture then
+// hashes the files itself.
+func (s *Store) preimport(ctx context.Context, base string, update []verdict, remove []string, held map[string]heldBlob) (ok bool, tree string, pack importedPack) {
 	defer gitexec.TraceStep(fmt.Sprintf("%d changes written as one pack", len(update)+len(remove)), time.Now())
-	tree, commit, err := s.writeImport(ctx, base, update, remove, held)
+	tree, pack, err := s.writeImport(ctx, base, update, remove, held)
 	if err != nil {
 		s.warnTrace("import: %v", err)
-		return false, "", ""
+		return false, "", importedPack{}
 	}
-	return true, tree, commit
+	return true, tree, pack
 }
 
+// importedPack is a pack an import wrote: the commit of its tree, for
+// importRef, and its .keep file, which keeps a gc from deleting its objects
+// until a ref names them (git fast-import's own guard).
+type importedPack struct {
+	commit, keep string
+}
+
+// importKeep is what the .keep file of an import's pack holds.
+const importKeep = "rewind: an import, until a ref names it\n"
+
 // keepImport points importRef at the commit of c's import, when there was
-// one: a capture no checkpoint holds (a dry run's, a diff's) has its index
-// hold objects of the import by id that nothing else names. A checkpoint
-// moves importRef in the transaction that creates its ref (updateRefs); a
-// capture of the newest checkpoint's tree needs neither. A failure costs
-// only time: a later capture finds the objects a gc deleted missing, and
-// rebuilds its index.
+// one, and lets its pack go: a capture no checkpoint holds (a dry run's, a
+// diff's) has its index hold objects of the import by id that nothing else
+// names. A checkpoint moves importRef in the transaction that creates its
+// ref (updateRefs). A failure costs only time: a later capture finds the
+// objects a gc deleted missing, and rebuilds its index.
 func (s *Store) keepImport(ctx context.Context, c *capture) {
-	if c.imported == "" {
-		return
+	if c.imported.commit != "" {
+		if _, err := s.git().Run(ctx, "update-ref", importRef, c.imported.commit); err != nil {
+			s.warnTrace("update-ref %s: %v", importRef, err)
+		}
 	}
-	if _, err := s.git().Run(ctx, "update-ref", importRef, c.imported); err != nil {
-		s.warnTrace("update-ref %s: %v", importRef, err)
+	s.releaseImport(c)
+}
+
+// releaseImport deletes the .keep file of c's import, once a ref names its
+// objects.
+func (s *Store) releaseImport(c *capture) {
+	if c.imported.keep != "" {
+		os.Remove(c.imported.keep)
+		c.imported.keep = ""
+	}
+}
+
+// releaseImports deletes the .keep files imports left (a rewind killed
+// before a ref named their objects): under the store's lock, no import is
+// under way. Only rewind's: a .keep of anyone else's stays.
+func (s *Store) releaseImports() {
+	keeps, _ := filepath.Glob(filepath.Join(s.gitDir(), "objects", "pack", "pack-*.keep"))
+	for _, k := range keeps {
+		if data, err := os.ReadFile(k); err == nil && string(data) == importKeep {
+			os.Remove(k)
+		}
 	}
 }
 
 // writeImport is preimport's work.
-func (s *Store) writeImport(ctx context.Context, base string, update []verdict, remove []string, held map[string]heldBlob) (string, string, error) {
+func (s *Store) writeImport(ctx context.Context, base string, update []verdict, remove []string, held map[string]heldBlob) (string, importedPack, error) {
 	root := &treeEdit{}
 	for _, p := range remove {
 		root.below(p).gone = true
 	}
 	p, err := newPackWriter(filepath.Join(s.gitDir(), "objects", "pack"), len(base) == 64)
 	if err != nil {
-		return "", "", err
+		return "", importedPack{}, err
 	}
 	defer p.abort() // after finish, only a no-op
 	for _, v := range update {
@@ -94,7 +124,7 @@ func (s *Store) writeImport(ctx context.Context, base string, update []verdict, 
 		forEach(len(update), func(i int) { blobs[i] = p.pack(packBlob, held[update[i].path].data) })
 		for i, v := range update {
 			if err := blob(v, held[v.path], blobs[i]); err != nil {
-				return "", "", err
+				return "", importedPack{}, err
 			}
 		}
 	} else {
@@ -106,26 +136,27 @@ func (s *Store) writeImport(ctx context.Context, base string, update []verdict, 
 			}
 			b.data = importRead(v.path, b.data)
 			if err := blob(v, b, p.pack(packBlob, b.data)); err != nil {
-				return "", "", err
+				return "", importedPack{}, err
 			}
 		}
 	}
 	if <-treesRead; treesErr != nil {
-		return "", "", treesErr
+		return "", importedPack{}, treesErr
 	}
 	rootID, err := writeTrees(root, p, true)
 	if err != nil {
-		return "", "", err
+		return "", importedPack{}, err
 	}
 	tree := hex.EncodeToString(rootID)
 	c := p.pack(packCommit, fmt.Appendf(nil, "tree %s\nauthor rewind <%[2]s> 0 +0000\ncommitter rewind <%[2]s> 0 +0000\n\n", tree, gitexec.IdentityEmail))
 	if err := p.write(c); err != nil {
-		return "", "", err
+		return "", importedPack{}, err
 	}
-	if err := p.finish(); err != nil {
-		return "", "", err
+	keep, err := p.finish(importKeep)
+	if err != nil {
+		return "", importedPack{}, err
 	}
-	return tree, hex.EncodeToString(c.id), nil
+	return tree, importedPack{commit: hex.EncodeToString(c.id), keep: keep}, nil
 }
 
 // preimportFits reports whether preimport takes a change: a few files on the
