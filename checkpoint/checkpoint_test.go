@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,10 +72,13 @@ func diffMaps(a, b map[string]string) string {
 }
 
 // seededRand is a random source seeded from the clock, its seed logged so
-// that a failing run can be replayed.
+// that a failing run can be replayed: REWIND_TEST_SEED=<seed> seeds it so.
 func seededRand(t *testing.T) *rand.Rand {
 	t.Helper()
 	seed := time.Now().UnixNano()
+	if s, err := strconv.ParseInt(os.Getenv("REWIND_TEST_SEED"), 10, 64); err == nil {
+		seed = s
+	}
 	t.Logf("seed %d", seed)
 	return rand.New(rand.NewSource(seed))
 }
