@@ -430,7 +430,6 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		if err != nil {
 			return nil, err
 		}
-		defer s.consolidatePacks(ctx)
 		switch {
 		case !imported:
 			held, entries = nil, nil // hashed again, every file: the import's blobs may be missing

@@ -610,7 +610,7 @@ func (s *Store) create(ctx context.Context, opt CreateOptions, cps []*Checkpoint
 	)
 	if cap != nil {
 		// once the ref of its tree is there (or will not be)
-		defer s.releaseImport(cap)
+		defer s.releaseImport(ctx, cap)
 	}
 	if err != nil {
 		return nil, err

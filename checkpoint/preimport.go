@@ -71,16 +71,18 @@ func (s *Store) keepImport(ctx context.Context, c *capture) {
 			s.warnTrace("update-ref %s: %v", importRef, err)
 		}
 	}
-	s.releaseImport(c)
+	s.releaseImport(ctx, c)
 }
 
 // releaseImport deletes the .keep file of c's import, once a ref names its
-// objects.
-func (s *Store) releaseImport(c *capture) {
-	if c.imported.keep != "" {
-		os.Remove(c.imported.keep)
-		c.imported.keep = ""
+// objects, and merges the small packs, this one now among them.
+func (s *Store) releaseImport(ctx context.Context, c *capture) {
+	if c.imported.keep == "" {
+		return
 	}
+	os.Remove(c.imported.keep)
+	c.imported.keep = ""
+	s.consolidatePacks(ctx)
 }
 
 // releaseImports deletes the .keep files imports left (a rewind killed
