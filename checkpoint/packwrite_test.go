@@ -210,12 +210,7 @@ func TestImportRefNamesLastImport(t *testing.T) {
 	if got := importTree(); got != want {
 		t.Errorf("after a diff: importRef's tree %s, the work tree's %s", got, want)
 	}
-	// as the procedure runs it: git's own index of the store, not rewind's
-	gc := exec.Command("git", "gc", "--quiet", "--prune=now")
-	gc.Env = append(os.Environ(), "GIT_DIR="+s.gitDir(), "GIT_WORK_TREE="+wt)
-	if out, err := gc.CombinedOutput(); err != nil {
-		t.Fatalf("git gc: %v %s", err, out)
-	}
+	procedureGC(t, s, wt)
 	// every blob the index names is there: write-tree writes none missing
 	if out, err := s.git().Run(ctx, "write-tree"); err != nil || strings.TrimSpace(string(out)) != want {
 		t.Fatalf("write-tree after the gc: %s %v", out, err)
@@ -242,11 +237,7 @@ func TestImportPackKeptUntilRef(t *testing.T) {
 	if k := keeps(); len(k) != 1 || c.imported.keep != k[0] {
 		t.Fatalf(".keep files %v, the import's %q", k, c.imported.keep)
 	}
-	gc := exec.Command("git", "gc", "--quiet", "--prune=now")
-	gc.Env = append(os.Environ(), "GIT_DIR="+s.gitDir(), "GIT_WORK_TREE="+wt)
-	if out, err := gc.CombinedOutput(); err != nil {
-		t.Fatalf("git gc: %v %s", err, out)
-	}
+	procedureGC(t, s, wt)
 	if out, err := s.git().Run(ctx, "ls-tree", "-r", c.tree); err != nil {
 		t.Fatalf("the capture's tree after the gc: %v %s", err, out)
 	}
@@ -269,5 +260,16 @@ func TestImportPackKeptUntilRef(t *testing.T) {
 	}
 	if want := freshTree(t, wt); made.Checkpoint.Tree != want {
 		t.Errorf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
+	}
+}
+
+// procedureGC runs git gc --prune=now on the store as crucible's procedure
+// runs it: git's own index of the store, not rewind's.
+func procedureGC(t *testing.T, s *Store, wt string) {
+	t.Helper()
+	gc := exec.Command("git", "gc", "--quiet", "--prune=now")
+	gc.Env = append(os.Environ(), "GIT_DIR="+s.gitDir(), "GIT_WORK_TREE="+wt)
+	if out, err := gc.CombinedOutput(); err != nil {
+		t.Fatalf("git gc: %v %s", err, out)
 	}
 }

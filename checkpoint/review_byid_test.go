@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -314,11 +313,7 @@ func TestProcedureGCBetweenByIDCheckpoints(t *testing.T) {
 	if c := s.readStatCache(); c == nil || c.held == 0 {
 		t.Fatal("no file is held by id: the case is not made")
 	}
-	gc := exec.Command("git", "gc", "--quiet", "--prune=now")
-	gc.Env = append(os.Environ(), "GIT_DIR="+s.gitDir(), "GIT_WORK_TREE="+wt)
-	if out, err := gc.CombinedOutput(); err != nil {
-		t.Fatalf("git gc: %v %s", err, out)
-	}
+	procedureGC(t, s, wt)
 	edit(4, 5, 21)
 	create("three")
 	edit(5, 2, 3)
