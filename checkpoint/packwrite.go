@@ -74,20 +74,23 @@ func (e *treeEdit) below(path string) *treeEdit {
 // readBaseTrees reads the base tree of every directory the edits change,
 // with one git cat-file asked for them all at once: the root by base, the
 // others by base:path. A path that is no tree there (missing, or a file)
-// has no base.
+// has no base. The base itself must be there: a gc deletes the last tree
+// a capture wrote when no ref names it, and the changes on no tree would
+// make a tree of the changed files alone.
 func (s *Store) readBaseTrees(ctx context.Context, base string, root *treeEdit) error {
 	var ask []*treeEdit
+	var names []string
 	var req bytes.Buffer
 	var walk func(e *treeEdit, path string) error
 	walk = func(e *treeEdit, path string) error {
 		if strings.ContainsAny(path, "\n\r") {
 			return fmt.Errorf("%q: a path cat-file cannot be asked for", path)
 		}
-		ask = append(ask, e)
 		name := base
 		if path != "" {
 			name += ":" + path
 		}
+		ask, names = append(ask, e), append(names, name)
 		req.WriteString(name + "\n")
 		for name, sub := range e.sub {
 			if len(sub.sub) > 0 {
@@ -105,10 +108,13 @@ func (s *Store) readBaseTrees(ctx context.Context, base string, root *treeEdit) 
 	if err := s.git().Stream(ctx, &req, out, "cat-file", "--batch"); err != nil {
 		return err
 	}
-	for _, e := range ask {
-		id, typ, data, err := nextBatchAnswer(out)
+	for i, e := range ask {
+		id, typ, data, err := nextBatchAnswer(out, names[i])
 		if err != nil {
 			return err
+		}
+		if e == root && typ != "tree" {
+			return fmt.Errorf("the base %s: %s", base, typ)
 		}
 		if typ == "tree" {
 			e.baseID = id
@@ -120,18 +126,19 @@ func (s *Store) readBaseTrees(ctx context.Context, base string, root *treeEdit) 
 	return nil
 }
 
-// nextBatchAnswer takes one answer of cat-file --batch off out: the
-// object's id, type and content ("missing" and no content for an object
-// not there).
-func nextBatchAnswer(out *bytes.Buffer) (id, typ string, data []byte, err error) {
+// nextBatchAnswer takes one answer of cat-file --batch, asked for name,
+// off out: the object's id, type and content ("missing" and no content for
+// an object not there: "<name> missing", the name as asked, spaces and
+// all).
+func nextBatchAnswer(out *bytes.Buffer, name string) (id, typ string, data []byte, err error) {
 	head, err := out.ReadString('\n')
 	if err != nil {
 		return "", "", nil, fmt.Errorf("cat-file: %w", err)
 	}
-	f := strings.Fields(head)
-	if len(f) == 2 && f[1] == "missing" {
+	if head == name+" missing\n" {
 		return "", "missing", nil, nil
 	}
+	f := strings.Fields(head)
 	if len(f) != 3 {
 		return "", "", nil, fmt.Errorf("cat-file: %q", strings.TrimSpace(head))
 	}
@@ -191,13 +198,19 @@ func writeTrees(e *treeEdit, p *packWriter, isRoot bool) ([]byte, error) {
 		case sub.blob != nil:
 			entries[name] = treeEntry{mode: sub.blob.mode, name: name, id: sub.blob.id}
 		case len(sub.sub) > 0:
+			// a directory of the base that cat-file did not answer as
+			// the same tree (an object missing below a tree there) would
+			// lose what it holds
+			was, ok := entries[name]
+			if ok && was.isTree() && hex.EncodeToString(was.id) != sub.baseID {
+				return nil, fmt.Errorf("%s: tree %x read as %q", name, was.id, sub.baseID)
+			}
 			id, err := writeTrees(sub, p, false)
 			if err != nil {
 				return nil, err
 			}
 			// emptied: gone unless it was no directory (a file there
 			// stays, but when removed itself)
-			was, ok := entries[name]
 			switch {
 			case id != nil:
 				entries[name] = treeEntry{mode: "40000", name: name, id: id}
