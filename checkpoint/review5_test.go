@@ -90,3 +90,78 @@ func firstLines(s string, n int) string {
 	}
 	return strings.Join(lines, "")
 }
+
+// TestReview5ImportOddTrees: changes whose trees are where rewind's tree
+// writing may part from git's (a symlink where a directory was, a file
+// where a directory of many files was, names of odd bytes and of 255, a
+// directory of many entries, the root emptied) give checkpoints of git's
+// trees (the package's tests check each imported tree against
+// write-tree's), and packs git finds sound.
+func TestReview5ImportOddTrees(t *testing.T) {
+	needPreimport(t)
+	ctx := context.Background()
+	long := strings.Repeat("l", 255)
+	s, wt := settledStore(t, func(wt string) {
+		for i := 0; i < 300; i++ {
+			mustWrite(t, filepath.Join(wt, "many", fmt.Sprintf("f%03d", i)), fmt.Sprint(i))
+		}
+		mustWrite(t, filepath.Join(wt, "dir/a"), "a")
+		mustWrite(t, filepath.Join(wt, "dir/sub/b"), "b")
+		mustWrite(t, filepath.Join(wt, "odd\x01\x7f\\\"'/x"), "x")
+		mustWrite(t, filepath.Join(wt, long, long), "long")
+	})
+	steps := []struct {
+		what   string
+		change func()
+	}{
+		{"a symlink where a directory was", func() {
+			os.RemoveAll(filepath.Join(wt, "dir"))
+			if err := os.Symlink("many", filepath.Join(wt, "dir")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a directory where the symlink was", func() {
+			os.Remove(filepath.Join(wt, "dir"))
+			mustWrite(t, filepath.Join(wt, "dir/sub/c"), "c")
+		}},
+		{"odd and long names", func() {
+			mustWrite(t, filepath.Join(wt, "odd\x01\x7f\\\"'/x"), "x2")
+			mustWrite(t, filepath.Join(wt, "odd\x01\x7f\\\"'/y\x02"), "y")
+			os.Remove(filepath.Join(wt, long, long)) // a file made a directory
+			mustWrite(t, filepath.Join(wt, long, long, long[:200]), "longer")
+		}},
+		{"a file where a directory of many was", func() {
+			os.RemoveAll(filepath.Join(wt, "many"))
+			mustWrite(t, filepath.Join(wt, "many"), "one file")
+			mustWrite(t, filepath.Join(wt, "many.d/x"), "x")
+			mustWrite(t, filepath.Join(wt, "many-d/x"), "x")
+		}},
+		{"the root emptied", func() {
+			entries, _ := os.ReadDir(wt)
+			for _, e := range entries {
+				os.RemoveAll(filepath.Join(wt, e.Name()))
+			}
+		}},
+		{"one file again", func() { mustWrite(t, filepath.Join(wt, "again"), "again") }},
+	}
+	for _, step := range steps {
+		step.change()
+		nextSecond()
+		made, trace := traceCreate(t, s, step.what)
+		if !strings.Contains(trace, "written as one pack") || strings.Contains(trace, "ignored: import") {
+			t.Errorf("%s: not imported:\n%s", step.what, trace)
+		}
+		if want := freshTree(t, wt); made.Checkpoint.Tree != want {
+			t.Fatalf("%s: tree %s, a fresh store's %s", step.what, made.Checkpoint.Tree, want)
+		}
+	}
+	if out, err := s.git().Run(ctx, "-c", "fsck.zeroPaddedFilemode=error", "fsck", "--full", "--strict", "--no-dangling"); err != nil {
+		t.Fatalf("fsck: %v\n%s", err, out)
+	}
+	packs, _ := filepath.Glob(filepath.Join(s.gitDir(), "objects", "pack", "pack-*.pack"))
+	for _, p := range packs {
+		if out, err := s.git().Run(ctx, "index-pack", "--verify", "--strict", p); err != nil {
+			t.Errorf("index-pack --verify %s: %v\n%s", filepath.Base(p), err, out)
+		}
+	}
+}
