@@ -165,3 +165,30 @@ func TestReview5ImportOddTrees(t *testing.T) {
 		}
 	}
 }
+
+// TestReview5DiffUnimportedKept: a capture no checkpoint holds that wrote
+// its objects through git (a diff of a change too large to import) leaves
+// the store's index naming a tree and blobs no ref names; importRef must
+// keep them, as it keeps an import's, so that the procedure's gc
+// --prune=now deletes none of them (else the next capture finds them
+// missing and hashes every file of the work tree again).
+func TestReview5DiffUnimportedKept(t *testing.T) {
+	needPreimport(t)
+	ctx := context.Background()
+	s, wt := settledStore(t, tenFiles(t))
+	made, err := s.Create(ctx, CreateOptions{Reason: "before", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i <= preimportMax; i++ {
+		mustWrite(t, filepath.Join(wt, "many", fmt.Sprintf("f%d.txt", i)), fmt.Sprintf("many %d\n", i))
+	}
+	nextSecond()
+	if _, _, _, _, err := s.Diff(ctx, made.Checkpoint.ID, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	procedureGC(t, s, wt)
+	if out, err := s.git().Run(ctx, "write-tree"); err != nil || strings.TrimSpace(string(out)) != freshTree(t, wt) {
+		t.Fatalf("write-tree after the gc: %s %v", out, err)
+	}
+}
