@@ -53,7 +53,7 @@ func (s *Store) preimport(ctx context.Context, base string, update []verdict, re
 // importRef, and its .keep file, which keeps a gc from deleting its objects
 // until a ref names them (git fast-import's own guard).
 type importedPack struct {
-	commit, keep string
+	commit, tree, keep string
 }
 
 // importKeep is what the .keep file of an import's pack holds.
@@ -62,16 +62,28 @@ const importKeep = "rewind: an import, until a ref names it\n"
 // keepImport points importRef at the commit of c's import, when there was
 // one, and lets its pack go: a capture no checkpoint holds (a dry run's, a
 // diff's) has its index hold objects of the import by id that nothing else
-// names. A checkpoint moves importRef in the transaction that creates its
-// ref (updateRefs). A failure costs only time: a later capture finds the
-// objects a gc deleted missing, and rebuilds its index.
+// names. A capture whose tree is not the import's (none, or write-tree's)
+// has its index name objects git wrote that no ref names either: importRef
+// then names a commit of its tree. A checkpoint moves importRef in the
+// transaction that creates its ref (updateRefs). A failure costs only
+// time: a later capture finds the objects a gc deleted missing, and
+// rebuilds its index.
 func (s *Store) keepImport(ctx context.Context, c *capture) {
-	if c.imported.commit != "" {
-		if _, err := s.git().Run(ctx, "update-ref", importRef, c.imported.commit); err != nil {
+	defer s.releaseImport(ctx, c)
+	commit := c.imported.commit
+	if c.tree != "" && c.tree != c.imported.tree {
+		out, err := s.git().RunInput(ctx, strings.NewReader(""), "commit-tree", c.tree)
+		if err != nil {
+			s.warnTrace("commit-tree %s: %v", c.tree, err)
+			return
+		}
+		commit = strings.TrimSpace(string(out))
+	}
+	if commit != "" {
+		if _, err := s.git().Run(ctx, "update-ref", importRef, commit); err != nil {
 			s.warnTrace("update-ref %s: %v", importRef, err)
 		}
 	}
-	s.releaseImport(ctx, c)
 }
 
 // releaseImport deletes the .keep file of c's import, once a ref names its
@@ -158,7 +170,7 @@ func (s *Store) writeImport(ctx context.Context, base string, update []verdict, 
 	if err != nil {
 		return "", importedPack{}, err
 	}
-	return tree, importedPack{commit: hex.EncodeToString(c.id), keep: keep}, nil
+	return tree, importedPack{commit: hex.EncodeToString(c.id), tree: tree, keep: keep}, nil
 }
 
 // preimportFits reports whether preimport takes a change: a few files on the
