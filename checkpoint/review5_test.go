@@ -192,3 +192,39 @@ func TestReview5DiffUnimportedKept(t *testing.T) {
 		t.Fatalf("write-tree after the gc: %s %v", out, err)
 	}
 }
+
+// TestReview5KilledImportPackRemoved: a rewind killed between the rename
+// of an import's pack and that of its index leaves the pack, its .keep,
+// and no index: git never reads nor deletes such a pack (no repack or
+// prune of the procedure's, nor rewind's prune), so it would take space
+// for good. The next capture, which deletes the .keep, deletes the pack.
+func TestReview5KilledImportPackRemoved(t *testing.T) {
+	needPreimport(t)
+	ctx := context.Background()
+	s, wt := settledStore(t, tenFiles(t))
+	mustWrite(t, filepath.Join(wt, "d0/f0.txt"), "changed, then killed\n")
+	c, err := s.capture(ctx, DefaultMaxFileSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.imported.keep == "" {
+		t.Fatal("no import")
+	}
+	// killed before the index's rename: as if it never was
+	if err := os.Remove(strings.TrimSuffix(c.imported.keep, ".keep") + ".idx"); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(s.statCacheFile()) // nor the stat cache written after it
+	nextSecond()
+	mustWrite(t, filepath.Join(wt, "d1/f1.txt"), "changed\n")
+	made, _ := traceCreate(t, s, "after the kill")
+	if want := freshTree(t, wt); made.Checkpoint.Tree != want {
+		t.Errorf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
+	}
+	packs, _ := filepath.Glob(filepath.Join(s.gitDir(), "objects", "pack", "pack-*.pack"))
+	for _, p := range packs {
+		if _, err := os.Stat(strings.TrimSuffix(p, ".pack") + ".idx"); err != nil {
+			t.Errorf("a pack without its index: %s", filepath.Base(p))
+		}
+	}
+}
