@@ -399,7 +399,13 @@ func (p *packWriter) finish(keep string) (string, error) {
 		return "", err
 	}
 	p.done = true
-	return name + ".keep", os.Rename(idx.Name(), name+".idx")
+	if err := os.Rename(idx.Name(), name+".idx"); err != nil {
+		// a pack without its index: git would never read nor delete it
+		os.Remove(name + ".pack")
+		os.Remove(name + ".keep")
+		return "", err
+	}
+	return name + ".keep", nil
 }
 
 // writeIndex writes the pack's index: the version 2 header, 256 counts of

@@ -6,6 +6,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -99,11 +100,17 @@ func (s *Store) releaseImport(ctx context.Context, c *capture) {
 
 // releaseImports deletes the .keep files imports left (a rewind killed
 // before a ref named their objects): under the store's lock, no import is
-// under way. Only rewind's: a .keep of anyone else's stays.
+// under way. Only rewind's: a .keep of anyone else's stays. A pack of
+// theirs without its index (killed before its rename) goes too: git never
+// reads such a pack, nor deletes it.
 func (s *Store) releaseImports() {
 	keeps, _ := filepath.Glob(filepath.Join(s.gitDir(), "objects", "pack", "pack-*.keep"))
 	for _, k := range keeps {
 		if data, err := os.ReadFile(k); err == nil && string(data) == importKeep {
+			name := strings.TrimSuffix(k, ".keep")
+			if _, err := os.Lstat(name + ".idx"); errors.Is(err, os.ErrNotExist) {
+				os.Remove(name + ".pack")
+			}
 			os.Remove(k)
 		}
 	}
