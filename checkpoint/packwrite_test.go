@@ -234,6 +234,7 @@ func TestImportPackKeptUntilRef(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.cacheWrites.Wait() // (as the store's unlock does) before traceCreate sets the trace
 	if k := keeps(); len(k) != 1 || c.imported.keep != k[0] {
 		t.Fatalf(".keep files %v, the import's %q", k, c.imported.keep)
 	}

@@ -207,6 +207,7 @@ func TestReview5KilledImportPackRemoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.cacheWrites.Wait() // (as the store's unlock does) before traceCreate sets the trace
 	if c.imported.keep == "" {
 		t.Fatal("no import")
 	}
