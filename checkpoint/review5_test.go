@@ -4,22 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-// procedureGC runs git gc --prune=now on s's store as crucible's
-// procedure does at its session start: git's own index, not rewind's.
-func procedureGC(t *testing.T, s *Store, wt string) {
-	t.Helper()
-	gc := exec.Command("git", "gc", "--quiet", "--prune=now")
-	gc.Env = append(os.Environ(), "GIT_DIR="+s.gitDir(), "GIT_WORK_TREE="+wt)
-	if out, err := gc.CombinedOutput(); err != nil {
-		t.Fatalf("git gc: %v %s", err, out)
-	}
-}
 
 // TestReview5ImportNewDirWithSpace: a file added in a new directory whose
 // name holds a space is imported like any other. cat-file answers such a
