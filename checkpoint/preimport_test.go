@@ -62,9 +62,27 @@ func TestPreimportWritesOnePack(t *testing.T) {
 				t.Errorf("step %d: %d new loose objects beside the pack", step, got)
 			}
 		}
-		packs, _ := filepath.Glob(filepath.Join(s.gitDir(), "objects", "pack", "pack-*.idx"))
-		if len(packs) > packsMax+1 {
-			t.Fatalf("step %d: %d packs, more than %d", step, len(packs), packsMax+1)
+		// the rule of consolidatePacks: at most packsMax packs each under a
+		// packsMax-th of all the packs' size (the others, at most packsMax
+		// of them, are a first checkpoint's, one per CPU)
+		packs, _ := filepath.Glob(filepath.Join(s.gitDir(), "objects", "pack", "pack-*.pack"))
+		var sizes []int64
+		var total int64
+		for _, p := range packs {
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes, total = append(sizes, fi.Size()), total+fi.Size()
+		}
+		small := 0
+		for _, size := range sizes {
+			if size*int64(packsMax) < total {
+				small++
+			}
+		}
+		if small > packsMax || len(packs)-small > packsMax {
+			t.Fatalf("step %d: %d small packs of %d (sizes %v), more than %d", step, small, len(packs), sizes, packsMax)
 		}
 	}
 	if imported < 10 {
