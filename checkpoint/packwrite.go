@@ -229,7 +229,7 @@ func writeTrees(e *treeEdit, p *packWriter, isRoot bool) ([]byte, error) {
 		data.WriteString(entry.mode + " " + entry.name + "\x00")
 		data.Write(entry.id)
 	}
-	o := p.pack(packTree, data.Bytes())
+	o := p.pack(packTree, data.Bytes(), nil)
 	if hex.EncodeToString(o.id) != e.baseID {
 		if err := p.write(o); err != nil {
 			return nil, err
@@ -272,8 +272,10 @@ func newPackWriter(dir string, sha256Format bool) (*packWriter, error) {
 	return p, err
 }
 
-func (p *packWriter) newHash() hash.Hash {
-	if p.sha256 {
+// objectHash is the hash of a store's object ids: SHA-1, or SHA-256 for a
+// store of that format.
+func objectHash(sha256Format bool) hash.Hash {
+	if sha256Format {
 		return sha256.New()
 	}
 	return sha1.New()
@@ -289,15 +291,24 @@ func init() {
 	}
 }
 
-// pack makes an object of type typ holding data as a pack holds it. Trees
-// are stored, not compressed: compressing a few kilobytes, most of them
-// object ids, costs more than writing them (a merge of the packs, which
-// stores most trees as deltas, compresses those). Blobs and commits are
-// compressed as git does by default.
-func (p *packWriter) pack(typ int, data []byte) packedObject {
-	h := p.newHash()
+// gitObjectID is git's id of an object of type typ holding data.
+func gitObjectID(typ int, data []byte, sha256Format bool) []byte {
+	h := objectHash(sha256Format)
 	fmt.Fprintf(h, "%s %d\x00", [...]string{packCommit: "commit", packTree: "tree", packBlob: "blob"}[typ], len(data))
 	h.Write(data)
+	return h.Sum(nil)
+}
+
+// pack makes an object of type typ holding data as a pack holds it; id is
+// its id when known (else worked out). Trees are stored, not compressed:
+// compressing a few kilobytes, most of them object ids, costs more than
+// writing them (a merge of the packs, which stores most trees as deltas,
+// compresses those). Blobs and commits are compressed as git does by
+// default.
+func (p *packWriter) pack(typ int, data, id []byte) packedObject {
+	if id == nil {
+		id = gitObjectID(typ, data, p.sha256)
+	}
 	var buf bytes.Buffer
 	size := len(data)
 	c := byte(typ<<4) | byte(size&15)
@@ -315,7 +326,7 @@ func (p *packWriter) pack(typ int, data []byte) packedObject {
 	z.Reset(&buf)
 	z.Write(data)
 	z.Close()
-	return packedObject{id: h.Sum(nil), data: buf.Bytes(), crc: crc32.ChecksumIEEE(buf.Bytes())}
+	return packedObject{id: id, data: buf.Bytes(), crc: crc32.ChecksumIEEE(buf.Bytes())}
 }
 
 // write appends an object made by pack; an object already in the pack is
@@ -361,7 +372,7 @@ func (p *packWriter) finish(keep string) (string, error) {
 	if _, err := p.f.WriteAt(count[:], 8); err != nil {
 		return "", err
 	}
-	h := p.newHash()
+	h := objectHash(p.sha256)
 	if _, err := io.Copy(h, io.NewSectionReader(p.f, 0, p.off)); err != nil {
 		return "", err
 	}
@@ -414,7 +425,7 @@ func (p *packWriter) finish(keep string) (string, error) {
 func (p *packWriter) writeIndex(f *os.File, packSum []byte) error {
 	objects := p.objects
 	sort.Slice(objects, func(i, j int) bool { return bytes.Compare(objects[i].id, objects[j].id) < 0 })
-	h := p.newHash()
+	h := objectHash(p.sha256)
 	w := bufio.NewWriter(io.MultiWriter(f, h))
 	w.Write(packIndexV2)
 	var word [8]byte

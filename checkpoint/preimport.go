@@ -3,12 +3,9 @@ package checkpoint
 import (
 	"bytes"
 	"context"
-	"crypto/sha1"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -142,7 +139,11 @@ func (s *Store) writeImport(ctx context.Context, base string, update []verdict, 
 	if held != nil {
 		// compressed side by side, written in order
 		blobs := make([]packedObject, len(update))
-		forEach(len(update), func(i int) { blobs[i] = p.pack(packBlob, held[update[i].path].data) })
+		forEach(len(update), func(i int) {
+			b := held[update[i].path]
+			id, _ := hex.DecodeString(b.id) // readHeld's
+			blobs[i] = p.pack(packBlob, b.data, id)
+		})
 		for i, v := range update {
 			if err := blob(v, held[v.path], blobs[i]); err != nil {
 				return "", importedPack{}, err
@@ -156,7 +157,7 @@ func (s *Store) writeImport(ctx context.Context, base string, update []verdict, 
 				continue // gone or changed: write-tree decides
 			}
 			b.data = importRead(v.path, b.data)
-			if err := blob(v, b, p.pack(packBlob, b.data)); err != nil {
+			if err := blob(v, b, p.pack(packBlob, b.data, nil)); err != nil {
 				return "", importedPack{}, err
 			}
 		}
@@ -169,7 +170,7 @@ func (s *Store) writeImport(ctx context.Context, base string, update []verdict, 
 		return "", importedPack{}, err
 	}
 	tree := hex.EncodeToString(rootID)
-	c := p.pack(packCommit, fmt.Appendf(nil, "tree %s\nauthor rewind <%[2]s> 0 +0000\ncommitter rewind <%[2]s> 0 +0000\n\n", tree, gitexec.IdentityEmail))
+	c := p.pack(packCommit, fmt.Appendf(nil, "tree %s\nauthor rewind <%[2]s> 0 +0000\ncommitter rewind <%[2]s> 0 +0000\n\n", tree, gitexec.IdentityEmail), nil)
 	if err := p.write(c); err != nil {
 		return "", importedPack{}, err
 	}
@@ -237,7 +238,7 @@ func (s *Store) readHeld(update []verdict, base string) map[string]heldBlob {
 			failed.Store(true)
 			return
 		}
-		b.id = blobID(b.data, len(base) == 64)
+		b.id = hex.EncodeToString(gitObjectID(packBlob, b.data, len(base) == 64))
 		blobs[i] = b
 	})
 	if failed.Load() {
@@ -276,17 +277,6 @@ func (s *Store) enterByID(ctx context.Context, remove []string, update []verdict
 	}
 	_, err := s.git().RunInput(ctx, &in, "update-index", "--add", "--replace", "-z", "--index-info")
 	return err
-}
-
-// blobID is git's id of a blob holding data.
-func blobID(data []byte, sha256Format bool) string {
-	var h hash.Hash = sha1.New()
-	if sha256Format {
-		h = sha256.New()
-	}
-	fmt.Fprintf(h, "blob %d\x00", len(data))
-	h.Write(data)
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // importRead is what the import takes of a file it reads itself. (A test
