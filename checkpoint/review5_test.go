@@ -40,20 +40,7 @@ func TestReview5ImportBaseGone(t *testing.T) {
 	defer func(check bool) { checkImportTree = check }(checkImportTree)
 	checkImportTree = false // as rewind runs: the import's tree trusted
 	ctx := context.Background()
-	s, wt := settledStore(t, tenFiles(t))
-	made, err := s.Create(ctx, CreateOptions{Reason: "before", Source: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// more files than an import takes
-	for i := 0; i <= preimportMax; i++ {
-		mustWrite(t, filepath.Join(wt, "many", fmt.Sprintf("f%d.txt", i)), fmt.Sprintf("many %d\n", i))
-	}
-	nextSecond()
-	if _, _, _, _, err := s.Diff(ctx, made.Checkpoint.ID, "", ""); err != nil {
-		t.Fatal(err)
-	}
-	procedureGC(t, s, wt)
+	s, wt := unimportedDiffThenGC(t)
 	nextSecond()
 	mustWrite(t, filepath.Join(wt, "d0/f0.txt"), "changed after the gc\n")
 	nextSecond()
@@ -163,19 +150,7 @@ func TestReview5ImportOddTrees(t *testing.T) {
 func TestReview5DiffUnimportedKept(t *testing.T) {
 	needPreimport(t)
 	ctx := context.Background()
-	s, wt := settledStore(t, tenFiles(t))
-	made, err := s.Create(ctx, CreateOptions{Reason: "before", Source: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i <= preimportMax; i++ {
-		mustWrite(t, filepath.Join(wt, "many", fmt.Sprintf("f%d.txt", i)), fmt.Sprintf("many %d\n", i))
-	}
-	nextSecond()
-	if _, _, _, _, err := s.Diff(ctx, made.Checkpoint.ID, "", ""); err != nil {
-		t.Fatal(err)
-	}
-	procedureGC(t, s, wt)
+	s, wt := unimportedDiffThenGC(t)
 	if out, err := s.git().Run(ctx, "write-tree"); err != nil || strings.TrimSpace(string(out)) != freshTree(t, wt) {
 		t.Fatalf("write-tree after the gc: %s %v", out, err)
 	}
@@ -216,4 +191,27 @@ func TestReview5KilledImportPackRemoved(t *testing.T) {
 			t.Errorf("a pack without its index: %s", filepath.Base(p))
 		}
 	}
+}
+
+// unimportedDiffThenGC is a settled store whose last capture is a diff's
+// with the work tree of a change too large to import (more files than
+// preimportMax: git writes its tree, which no checkpoint holds), followed
+// by the procedure's git gc --prune=now.
+func unimportedDiffThenGC(t *testing.T) (*Store, string) {
+	t.Helper()
+	ctx := context.Background()
+	s, wt := settledStore(t, tenFiles(t))
+	made, err := s.Create(ctx, CreateOptions{Reason: "before", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i <= preimportMax; i++ {
+		mustWrite(t, filepath.Join(wt, "many", fmt.Sprintf("f%d.txt", i)), fmt.Sprintf("many %d\n", i))
+	}
+	nextSecond()
+	if _, _, _, _, err := s.Diff(ctx, made.Checkpoint.ID, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	procedureGC(t, s, wt)
+	return s, wt
 }
