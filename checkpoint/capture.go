@@ -276,8 +276,8 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		// index holds it when its stat data is what the cache holds. Of the
 		// others, what git found differs from the index is looked at; the
 		// rest is as the index, and so the cache, holds it. Past byIDMax
-		// files held by id, they are hashed again (refresh): else git's
-		// diff-files would name ever more of them.
+		// files held by id, those unchanged get git's stat data (refresh):
+		// else git's diff-files would name ever more of them.
 		heldByID = func(i int) bool { return prior[i] != 0 && cached.byID[prior[i]-1] }
 		for _, p := range splitNul(differ) {
 			if i, ok := slices.BinarySearch(paths, p); ok && !heldByID(i) {
@@ -287,7 +287,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		refresh = cached.held > byIDMax
 		known = func(i int) (statKey, bool) { return priorKey(i), prior[i] != 0 && !heldByID(i) }
 		unchanged = func(i int, k statKey) bool {
-			return k != statKey{} && priorKey(i) == k && !(refresh && heldByID(i))
+			return k != statKey{} && priorKey(i) == k
 		}
 	} else {
 		inIndex = splitNul(indexed)
@@ -313,9 +313,14 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	c.inTree = make(sortedPaths, len(keep)) // keep is in order
 	var update []string
 	var fresh []verdict // regular files to hash
+	var restat []string // files held by id and unchanged, to get git's stat data (refresh)
 	for i, v := range keep {
 		c.inTree[i] = v.path
 		if v.unchanged {
+			if refresh && v.byID {
+				restat = append(restat, v.path)
+				keep[i].byID = false
+			}
 			continue
 		}
 		update = append(update, v.path)
@@ -380,19 +385,26 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		_, err := g.RunInput(ctx, nulJoin(paths), "update-index", "--force-remove", "-z", "--stdin")
 		return err
 	}
-	// hash has update-index hash the files to update into the index.
-	hash := func(infoOnly bool) error {
-		if len(update) == 0 {
+	// hash has update-index hash files into the index: those to update
+	// (and, when written, those to restat).
+	hash := func(infoOnly bool, paths []string) error {
+		if len(paths) == 0 {
 			return nil
 		}
 		args := []string{"update-index", "--add", "--remove", "--replace"}
 		if infoOnly {
 			args = append(args, "--info-only") // hash, write no object
 		}
-		input := s.countPaths("hashing files", nulJoin(update), len(update), new(atomic.Int64))
+		input := s.countPaths("hashing files", nulJoin(paths), len(paths), new(atomic.Int64))
 		_, err := g.RunInput(ctx, input, append(args, "-z", "--stdin")...)
 		return err
 	}
+	// The files to restat are in the tree as they are (their blobs are
+	// there): hashed for their stat data alone. One changed since the walk
+	// is in the index as it is now, and write-tree then has the index
+	// decide the tree (its blob, not written, fails it: then the files are
+	// hashed again, and written).
+	restatted := func() error { return hash(true, restat) }
 	// A small change: preimport writes its objects in one pack. The changed
 	// files are read first (readHeld), and go into the index by the blob
 	// ids of what the import writes (enterByID), beside it: the import's
@@ -409,9 +421,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 				changed = append(changed, v)
 			}
 		}
-		if !refresh {
-			held = s.readHeld(changed, cached.base)
-		}
+		held = s.readHeld(changed, cached.base)
 		var tree string
 		importing := func() error {
 			imported, tree, c.imported = s.preimport(ctx, cached.base, changed, remove, held)
@@ -422,10 +432,15 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			// The files were read: what is racy among them is known, and
 			// the stat cache's entries are worked out beside the import.
 			err = parallel(importing,
-				func() error { return s.enterByID(ctx, remove, changed, held, cached.base) },
+				func() error {
+					if err := s.enterByID(ctx, remove, changed, held, cached.base); err != nil {
+						return err
+					}
+					return restatted()
+				},
 				prepared)
 		} else if err = takeOut(remove); err == nil {
-			err = parallel(importing, func() error { return hash(true) })
+			err = parallel(importing, func() error { return hash(true, append(update, restat...)) })
 		}
 		if err != nil {
 			return nil, err
@@ -433,10 +448,10 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		switch {
 		case !imported:
 			held, entries = nil, nil // hashed again, every file: the import's blobs may be missing
-			if err := hash(false); err != nil {
+			if err := hash(false, update); err != nil {
 				return nil, err
 			}
-		case held != nil && cached.tree == cached.base:
+		case held != nil && cached.tree == cached.base && len(restat) == 0:
 			importTree = tree
 		}
 	} else {
@@ -444,7 +459,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			return nil, err
 		}
 		s.prewrite(ctx, fresh)
-		if err := hash(false); err != nil {
+		if err := hash(false, append(update, restat...)); err != nil {
 			return nil, err
 		}
 	}
@@ -455,7 +470,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		return err
 	}
 	switch {
-	case cached != nil && len(update) == 0 && len(remove) == 0 && s.hasObject(cached.tree):
+	case cached != nil && len(update) == 0 && len(remove) == 0 && len(restat) == 0 && s.hasObject(cached.tree):
 		// The index is the one the stat cache describes, unchanged: so is
 		// its tree. (Only while the tree is still there: a git gc of the
 		// procedure's may have deleted it and the blobs only the index
@@ -475,7 +490,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		if err != nil && imported {
 			s.warnTrace("write-tree after the import: %v", err)
 			held = nil
-			if err = hash(false); err == nil {
+			if err = hash(false, append(update, restat...)); err == nil {
 				err = writeTree()
 				prepare() // the files were hashed again: looked at again
 			}
