@@ -6,7 +6,6 @@ package checkpoint
 import (
 	"bufio"
 	"bytes"
-	"compress/zlib"
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -17,7 +16,6 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/klauspost/compress/zlib"
 )
 
 // Object types as a pack header names them.
@@ -159,10 +159,21 @@ func parseTree(data []byte, idLen int) ([]treeEntry, error) {
 		if sp <= 0 || nul < sp+2 || len(data) < nul+1+idLen {
 			return nil, errors.New("malformed entry")
 		}
-		entries = append(entries, treeEntry{mode: string(data[:sp]), name: string(data[sp+1 : nul]), id: data[nul+1 : nul+1+idLen]})
+		entries = append(entries, treeEntry{mode: treeMode(data[:sp]), name: string(data[sp+1 : nul]), id: data[nul+1 : nul+1+idLen]})
 		data = data[nul+1+idLen:]
 	}
 	return entries, nil
+}
+
+// treeMode is a tree entry's mode as a string, those git writes without
+// a copy each.
+func treeMode(m []byte) string {
+	for _, known := range [...]string{"100644", "40000", "100755", "120000", "160000"} {
+		if string(m) == known {
+			return known
+		}
+	}
+	return string(m)
 }
 
 // treeOrder compares two entries in the order of git's trees: by name, a
@@ -185,27 +196,38 @@ func treeOrder(a, b treeEntry) int {
 }
 
 // writeTrees works out the new tree of e (its base with the edits) and
-// those below it, adding every one that differs from its base to p. It
+// those below it, adding every one that differs from its base to out. It
 // returns the tree's id, or nil when it holds nothing (git writes no empty
 // directory; only the root may be an empty tree).
-func writeTrees(e *treeEdit, p *packWriter, isRoot bool) ([]byte, error) {
-	entries := make(map[string]treeEntry, len(e.base)+len(e.sub))
+func writeTrees(e *treeEdit, out *[]newTree, sha256Format, isRoot bool) ([]byte, error) {
+	// The base's entries are in order already: those of the names edited
+	// are taken out, and the new entries of those names, sorted, merged in.
+	var kept []treeEntry
+	var was map[string]treeEntry // the base's entries of the names edited
 	for _, entry := range e.base {
-		entries[entry.name] = entry
+		if _, edited := e.sub[entry.name]; !edited {
+			kept = append(kept, entry)
+			continue
+		}
+		if was == nil {
+			was = map[string]treeEntry{}
+		}
+		was[entry.name] = entry
 	}
+	var put []treeEntry
 	for name, sub := range e.sub {
+		before, ok := was[name]
 		switch {
 		case sub.blob != nil:
-			entries[name] = treeEntry{mode: sub.blob.mode, name: name, id: sub.blob.id}
+			put = append(put, treeEntry{mode: sub.blob.mode, name: name, id: sub.blob.id})
 		case len(sub.sub) > 0:
 			// a directory of the base that cat-file did not answer as
 			// the same tree (an object missing below a tree there) would
 			// lose what it holds
-			was, ok := entries[name]
-			if ok && was.isTree() && hex.EncodeToString(was.id) != sub.baseID {
-				return nil, fmt.Errorf("%s: tree %x read as %q", name, was.id, sub.baseID)
+			if ok && before.isTree() && hex.EncodeToString(before.id) != sub.baseID {
+				return nil, fmt.Errorf("%s: tree %x read as %q", name, before.id, sub.baseID)
 			}
-			id, err := writeTrees(sub, p, false)
+			id, err := writeTrees(sub, out, sha256Format, false)
 			if err != nil {
 				return nil, err
 			}
@@ -213,29 +235,45 @@ func writeTrees(e *treeEdit, p *packWriter, isRoot bool) ([]byte, error) {
 			// stays, but when removed itself)
 			switch {
 			case id != nil:
-				entries[name] = treeEntry{mode: "40000", name: name, id: id}
-			case sub.gone || (ok && was.isTree()):
-				delete(entries, name)
+				put = append(put, treeEntry{mode: "40000", name: name, id: id})
+			case ok && !sub.gone && !before.isTree():
+				put = append(put, before)
 			}
-		case sub.gone:
-			delete(entries, name)
+		case ok && !sub.gone:
+			put = append(put, before)
 		}
 	}
-	if len(entries) == 0 && !isRoot {
+	if len(kept)+len(put) == 0 && !isRoot {
 		return nil, nil
 	}
+	slices.SortFunc(put, treeOrder)
 	var data bytes.Buffer
-	for _, entry := range slices.SortedFunc(maps.Values(entries), treeOrder) {
-		data.WriteString(entry.mode + " " + entry.name + "\x00")
+	add := func(entry treeEntry) {
+		data.WriteString(entry.mode)
+		data.WriteByte(' ')
+		data.WriteString(entry.name)
+		data.WriteByte(0)
 		data.Write(entry.id)
 	}
-	o := p.pack(packTree, data.Bytes(), nil)
-	if hex.EncodeToString(o.id) != e.baseID {
-		if err := p.write(o); err != nil {
-			return nil, err
+	for len(kept) > 0 || len(put) > 0 {
+		if len(put) == 0 || (len(kept) > 0 && treeOrder(kept[0], put[0]) < 0) {
+			add(kept[0])
+			kept = kept[1:]
+		} else {
+			add(put[0])
+			put = put[1:]
 		}
 	}
-	return o.id, nil
+	id := gitObjectID(packTree, data.Bytes(), sha256Format)
+	if hex.EncodeToString(id) != e.baseID {
+		*out = append(*out, newTree{id: id, data: data.Bytes()})
+	}
+	return id, nil
+}
+
+// newTree is a tree writeTrees worked out that the base does not have.
+type newTree struct {
+	id, data []byte
 }
 
 // packWriter writes objects into a new pack of the store, and its index.
@@ -281,12 +319,14 @@ func objectHash(sha256Format bool) hash.Hash {
 	return sha1.New()
 }
 
-// compressors are zlib writers of each level, used again (a new one
-// allocates hundreds of kilobytes).
+// compressors are zlib writers, used again (a new one allocates hundreds
+// of kilobytes): blobs and commits at git's default level, trees at the
+// fastest (a tree is mostly object ids, which no level compresses; its
+// names compress at any).
 var compressors = map[int]*sync.Pool{}
 
 func init() {
-	for _, level := range []int{zlib.NoCompression, zlib.DefaultCompression} {
+	for _, level := range []int{zlib.DefaultCompression, zlib.BestSpeed} {
 		compressors[level] = &sync.Pool{New: func() any { z, _ := zlib.NewWriterLevel(nil, level); return z }}
 	}
 }
@@ -300,11 +340,9 @@ func gitObjectID(typ int, data []byte, sha256Format bool) []byte {
 }
 
 // pack makes an object of type typ holding data as a pack holds it; id is
-// its id when known (else worked out). Trees are stored, not compressed:
-// compressing a few kilobytes, most of them object ids, costs more than
-// writing them (a merge of the packs, which stores most trees as deltas,
-// compresses those). Blobs and commits are compressed as git does by
-// default.
+// its id when known (else worked out). A tree stays as written through the
+// merges of the small packs unless stored as a delta of another: its
+// compression (see compressors) is what it costs the store.
 func (p *packWriter) pack(typ int, data, id []byte) packedObject {
 	if id == nil {
 		id = gitObjectID(typ, data, p.sha256)
@@ -319,7 +357,7 @@ func (p *packWriter) pack(typ int, data, id []byte) packedObject {
 	buf.WriteByte(c)
 	level := zlib.DefaultCompression
 	if typ == packTree {
-		level = zlib.NoCompression
+		level = zlib.BestSpeed
 	}
 	z := compressors[level].Get().(*zlib.Writer)
 	defer compressors[level].Put(z)

@@ -165,9 +165,18 @@ func (s *Store) writeImport(ctx context.Context, base string, update []verdict, 
 	if <-treesRead; treesErr != nil {
 		return "", importedPack{}, treesErr
 	}
-	rootID, err := writeTrees(root, p, true)
+	var trees []newTree
+	rootID, err := writeTrees(root, &trees, p.sha256, true)
 	if err != nil {
 		return "", importedPack{}, err
+	}
+	// compressed side by side, written in order
+	packed := make([]packedObject, len(trees))
+	forEach(len(trees), func(i int) { packed[i] = p.pack(packTree, trees[i].data, trees[i].id) })
+	for _, o := range packed {
+		if err := p.write(o); err != nil {
+			return "", importedPack{}, err
+		}
 	}
 	tree := hex.EncodeToString(rootID)
 	c := p.pack(packCommit, fmt.Appendf(nil, "tree %s\nauthor rewind <%[2]s> 0 +0000\ncommitter rewind <%[2]s> 0 +0000\n\n", tree, gitexec.IdentityEmail), nil)
