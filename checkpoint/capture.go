@@ -385,8 +385,8 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		_, err := g.RunInput(ctx, nulJoin(paths), "update-index", "--force-remove", "-z", "--stdin")
 		return err
 	}
-	// hash has update-index hash files into the index: those to update
-	// (and, when written, those to restat).
+	// hash has update-index hash paths into the index, writing their
+	// objects unless infoOnly.
 	hash := func(infoOnly bool, paths []string) error {
 		if len(paths) == 0 {
 			return nil
@@ -399,12 +399,27 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		_, err := g.RunInput(ctx, input, append(args, "-z", "--stdin")...)
 		return err
 	}
+	// rehash hashes the files to update and restat again, writing their
+	// objects: out of the index first, since update-index passes over an
+	// entry whose stat data is the file's (as a hash with --info-only left
+	// it), whatever its object.
+	rehash := func() error {
+		paths := append(append([]string(nil), update...), restat...)
+		if err := takeOut(paths); err != nil {
+			return err
+		}
+		return hash(false, paths)
+	}
 	// The files to restat are in the tree as they are (their blobs are
 	// there): hashed for their stat data alone. One changed since the walk
 	// is in the index as it is now, and write-tree then has the index
-	// decide the tree (its blob, not written, fails it: then the files are
-	// hashed again, and written).
-	restatted := func() error { return hash(true, restat) }
+	// decide the tree (its blob, not written, fails it: then rehash).
+	restatted := func() error {
+		if len(restat) > 0 {
+			beforeRestat()
+		}
+		return hash(true, restat)
+	}
 	// A small change: preimport writes its objects in one pack. The changed
 	// files are read first (readHeld), and go into the index by the blob
 	// ids of what the import writes (enterByID), beside it: the import's
@@ -448,7 +463,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		switch {
 		case !imported:
 			held, entries = nil, nil // hashed again, every file: the import's blobs may be missing
-			if err := hash(false, update); err != nil {
+			if err := rehash(); err != nil {
 				return nil, err
 			}
 		case held != nil && cached.tree == cached.base && len(restat) == 0:
@@ -490,7 +505,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		if err != nil && imported {
 			s.warnTrace("write-tree after the import: %v", err)
 			held = nil
-			if err = hash(false, append(update, restat...)); err == nil {
+			if err = rehash(); err == nil {
 				err = writeTree()
 				prepare() // the files were hashed again: looked at again
 			}
@@ -730,6 +745,10 @@ func (s *Store) prewrite(ctx context.Context, files []verdict) {
 	}
 	parallel(jobs...)
 }
+
+// beforeRestat runs before the files held by id are hashed for their stat
+// data (a test changes one there).
+var beforeRestat = func() {}
 
 // checkImportTree has a capture that takes the import's tree as the index's
 // check it with write-tree (the package's tests set it).

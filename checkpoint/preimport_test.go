@@ -536,3 +536,29 @@ func tenFiles(t *testing.T) func(wt string) {
 		}
 	}
 }
+
+// TestRefreshFileChangedMeanwhile: a file held by id that changes between
+// the stat walk and the refresh's hash for its stat data (same size) is in
+// the index as it is now; its blob, not written by that hash, fails
+// write-tree, and the files are hashed again, in the same capture: the
+// checkpoint holds the file as it is, and so does the next.
+func TestRefreshFileChangedMeanwhile(t *testing.T) {
+	needPreimport(t)
+	s, wt := settledStore(t, tenFiles(t))
+	defer func(n int) { byIDMax = n }(byIDMax)
+	byIDMax = 4 // the ten files are held by id: this capture refreshes them
+	p := filepath.Join(wt, "d1/f4.txt")
+	beforeRestat = func() { mustWrite(t, p, "FILE 4\n") }
+	defer func() { beforeRestat = func() {} }()
+	mustWrite(t, filepath.Join(wt, "d0/f0.txt"), "changed\n")
+	_, trace := tracedCreate(t, s, wt, "refresh")
+	if !strings.Contains(trace, "--info-only -z --stdin") || !strings.Contains(trace, "write-tree after the import") {
+		t.Fatalf("want the refresh's hash, then write-tree failing on the changed file's blob:\n%s", trace)
+	}
+	if n := strings.Count(trace, "listing (by"); n != 1 {
+		t.Fatalf("want one capture, the files hashed again in it; %d:\n%s", n, trace)
+	}
+	beforeRestat = func() {}
+	nextSecond()
+	tracedCreate(t, s, wt, "after")
+}
