@@ -319,7 +319,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		if v.unchanged {
 			if refresh && v.byID {
 				restat = append(restat, v.path)
-				keep[i].byID = false
+				keep[i].byID, keep[i].restat = false, true
 			}
 			continue
 		}
@@ -446,14 +446,23 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		if held != nil {
 			// The files were read: what is racy among them is known, and
 			// the stat cache's entries are worked out beside the import.
+			// The files to restat are looked at again (racyFiles) once
+			// hashed: the stat cache's entries wait for that hash.
+			beside := prepared
+			if len(restat) > 0 {
+				beside = func() error { return nil }
+			}
 			err = parallel(importing,
 				func() error {
 					if err := s.enterByID(ctx, remove, changed, held, cached.base); err != nil {
 						return err
 					}
-					return restatted()
+					if err := restatted(); err != nil || len(restat) == 0 {
+						return err
+					}
+					return prepared()
 				},
-				prepared)
+				beside)
 		} else if err = takeOut(remove); err == nil {
 			err = parallel(importing, func() error { return hash(true, append(update, restat...)) })
 		}
@@ -646,16 +655,21 @@ func (s *Store) buildMeta(ctx context.Context, c *capture, h *held, keep []verdi
 // now (those not unchanged) are looked at again: one changed between the
 // look that judged it and the read carries a stale time in its verdict, and
 // one gone since (update-index then dropped it from the index) is racy too,
-// so that the stat cache never names a path the index may not hold.
+// so that the stat cache never names a path the index may not hold. So are
+// the files a refresh hashed for their stat data (restat), looked at after
+// that hash: one changed since the walk is racy.
 func (s *Store) racyFiles(keep []verdict, since time.Time) []int {
 	cut := since.UnixNano()
 	var racy []int
 	for i := range keep {
 		v := &keep[i]
 		changed := max(int64(v.key.ctime), int64(v.key.mtime))
-		if !v.unchanged {
+		if !v.unchanged || v.restat {
 			fi, err := os.Lstat(filepath.Join(s.WorkTree, v.path))
-			if err != nil {
+			if err != nil || (v.restat && keyOf(fi) != v.key) {
+				// (a file to restat that changed since the walk is in the
+				// index as update-index saw it, or not at all: not as the
+				// walk saw it)
 				racy = append(racy, i)
 				continue
 			}
@@ -867,6 +881,7 @@ type verdict struct {
 	regular   bool // a regular file (else a symlink), when kept
 	unchanged bool // the store's index holds it as it is: not hashed again
 	byID      bool // unchanged, and the store's index holds it by its blob id, with no stat data
+	restat    bool // unchanged, held by id, and hashed by a refresh for its stat data
 }
 
 func (v *verdict) perm() os.FileMode { return os.FileMode(v.key.mode) & os.ModePerm }
