@@ -1,8 +1,11 @@
 package checkpoint
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -55,4 +58,77 @@ func TestRefreshFileMadeDirectoryMeanwhile(t *testing.T) {
 	tracedCreate(t, s, wt, "back")
 	nextSecond()
 	tracedCreate(t, s, wt, "back, settled")
+}
+
+// TestImportLargeTreePacks: an import whose tree is larger than 64 KiB
+// (thousands of entries in one directory, names around each other in git's
+// order), in a sha1 and a sha256 store: every pack of the store passes git
+// verify-pack and index-pack --verify, and the store git fsck --full
+// --strict; every checkpoint is a fresh store's.
+func TestImportLargeTreePacks(t *testing.T) {
+	needPreimport(t)
+	for _, format := range []string{"sha1", "sha256"} {
+		t.Run(format, func(t *testing.T) {
+			write := func(wt string) {
+				for i := 0; i < 2500; i++ {
+					mustWrite(t, filepath.Join(wt, "big", fmt.Sprintf("file-%04d-with-a-longer-name.txt", i)), fmt.Sprintf("%d\n", i))
+				}
+				for _, n := range []string{"ab", "a-b", "a.b", "a/c", "a\xc3\xa9", "a0"} {
+					mustWrite(t, filepath.Join(wt, "big", n), n+"\n")
+				}
+			}
+			var s *Store
+			var wt string
+			if format == "sha1" {
+				s, wt = settledStore(t, write)
+			} else {
+				wt = t.TempDir()
+				wt, _ = filepath.EvalSymlinks(wt)
+				write(wt)
+				s = sha256Store(t, wt)
+				for _, what := range []string{"start", "settled"} {
+					if _, err := s.Create(context.Background(), CreateOptions{Reason: what, Source: "test"}); err != nil {
+						t.Fatal(err)
+					}
+					nextSecond()
+				}
+			}
+			mustWrite(t, filepath.Join(wt, "big/file-0007-with-a-longer-name.txt"), "changed\n")
+			mustWrite(t, filepath.Join(wt, "big/a.b"), "changed\n")
+			os.Remove(filepath.Join(wt, "big/a-b"))
+			mustWrite(t, filepath.Join(wt, "big/a-b/new"), "new\n")
+			nextSecond()
+			made, trace := traceCreate(t, s, "changed")
+			s.cacheWrites.Wait()
+			want := ""
+			if format == "sha1" {
+				want = freshTree(t, wt)
+			} else {
+				fresh, err := sha256Store(t, wt).Create(context.Background(), CreateOptions{Reason: "fresh", Source: "test"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = fresh.Checkpoint.Tree
+			}
+			if made.Checkpoint.Tree != want {
+				t.Fatalf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
+			}
+			if !strings.Contains(trace, "written as one pack") {
+				t.Fatalf("want an import:\n%s", trace)
+			}
+			ctx := context.Background()
+			packs, _ := filepath.Glob(filepath.Join(s.gitDir(), "objects", "pack", "pack-*.pack"))
+			for _, p := range packs {
+				if out, err := s.git().Run(ctx, "verify-pack", "-v", strings.TrimSuffix(p, ".pack")+".idx"); err != nil {
+					t.Fatalf("verify-pack %s: %v %s", p, err, out)
+				}
+				if out, err := s.git().Run(ctx, "index-pack", "--verify", "--strict", p); err != nil {
+					t.Fatalf("index-pack --verify %s: %v %s", p, err, out)
+				}
+			}
+			if out, err := s.git().Run(ctx, "fsck", "--full", "--strict"); err != nil {
+				t.Fatalf("fsck: %v %s", err, out)
+			}
+		})
+	}
 }
