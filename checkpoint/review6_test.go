@@ -132,3 +132,52 @@ func TestImportLargeTreePacks(t *testing.T) {
 		})
 	}
 }
+
+// TestImportFlipsAroundPrefixes: names that are prefixes of each other (with
+// '-', '.', '/', '0', DEL and bytes above 0x7f after them) made a directory
+// from a file and back, removed, and their directories emptied: each
+// capture's import tree (checked against write-tree) is git's, and every
+// checkpoint a fresh store's.
+func TestImportFlipsAroundPrefixes(t *testing.T) {
+	needPreimport(t)
+	names := []string{"x", "x-1", "x.1", "x0", "x\x7f", "x\xc3\xa9", "x\xff", "y"}
+	s, wt := settledStore(t, func(wt string) {
+		for _, n := range names {
+			mustWrite(t, filepath.Join(wt, "d", n), n+"\n")
+		}
+		mustWrite(t, filepath.Join(wt, "top"), "top\n")
+	})
+	toDir := func(n string) {
+		p := filepath.Join(wt, "d", n)
+		os.RemoveAll(p)
+		mustWrite(t, filepath.Join(p, "in"), "in "+n+"\n")
+	}
+	toFile := func(n string) {
+		p := filepath.Join(wt, "d", n)
+		os.RemoveAll(p)
+		mustWrite(t, p, "file again "+n+"\n")
+	}
+	steps := []func(){
+		func() { toDir("x") },
+		func() { toFile("x") },
+		func() { toDir("x-1"); toDir("x\xc3\xa9") },
+		func() { toDir("x"); toFile("x-1"); os.Remove(filepath.Join(wt, "d", "x.1")) },
+		func() { toDir("x0"); toDir("x\x7f"); toFile("x\xc3\xa9"); toDir("x\xff") },
+		func() { toFile("x"); toFile("x0"); toFile("x\x7f"); toFile("x\xff") },
+		func() { os.RemoveAll(filepath.Join(wt, "d", "x\xc3\xa9")); toDir("y") },
+		func() {
+			for _, n := range names {
+				os.RemoveAll(filepath.Join(wt, "d", n)) // d emptied: gone
+			}
+		},
+		func() { os.Remove(filepath.Join(wt, "top")); toDir("x") },
+	}
+	for i, step := range steps {
+		step()
+		nextSecond()
+		_, trace := tracedCreate(t, s, wt, fmt.Sprint("step ", i))
+		if !strings.Contains(trace, "written as one pack") {
+			t.Fatalf("step %d: want an import:\n%s", i, trace)
+		}
+	}
+}
