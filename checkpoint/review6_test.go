@@ -181,3 +181,19 @@ func TestImportFlipsAroundPrefixes(t *testing.T) {
 		}
 	}
 }
+
+// TestRefreshNothingChangedFileGone: a refresh due with nothing changed
+// hashes the files held by id itself (no import): one removed while they
+// are hashed leaves the index, and the stat cache with it, so that once it
+// is back the next checkpoint holds it.
+func TestRefreshNothingChangedFileGone(t *testing.T) {
+	needPreimport(t)
+	s, wt := settledStore(t, tenFiles(t))
+	defer func(n int) { byIDMax = n }(byIDMax)
+	byIDMax = 4
+	p := filepath.Join(wt, "d2/f5.txt")
+	createWhileHashed(t, s, "refresh, nothing changed", func() { os.Remove(p) })
+	mustWrite(t, p, "file 5\n")
+	nextSecond()
+	tracedCreate(t, s, wt, "back")
+}
