@@ -543,14 +543,7 @@ func tenFiles(t *testing.T) func(wt string) {
 // write-tree, and the files are hashed again, in the same capture: the
 // checkpoint holds the file as it is, and so does the next.
 func TestRefreshFileChangedMeanwhile(t *testing.T) {
-	needPreimport(t)
-	s, wt := settledStore(t, tenFiles(t))
-	defer func(n int) { byIDMax = n }(byIDMax)
-	byIDMax = 4 // the ten files are held by id: this capture refreshes them
-	p := filepath.Join(wt, "d1/f4.txt")
-	beforeRestat = func() { mustWrite(t, p, "FILE 4\n") }
-	defer func() { beforeRestat = func() {} }()
-	mustWrite(t, filepath.Join(wt, "d0/f0.txt"), "changed\n")
+	s, wt, _ := refreshStore(t, func(p string) { mustWrite(t, p, "FILE 4\n") })
 	_, trace := tracedCreate(t, s, wt, "refresh")
 	if !strings.Contains(trace, "--info-only -z --stdin") || !strings.Contains(trace, "write-tree after the import") {
 		t.Fatalf("want the refresh's hash, then write-tree failing on the changed file's blob:\n%s", trace)
@@ -561,4 +554,29 @@ func TestRefreshFileChangedMeanwhile(t *testing.T) {
 	beforeRestat = func() {}
 	nextSecond()
 	tracedCreate(t, s, wt, "after")
+}
+
+// refreshDue is a settled store of tenFiles, all held by id, with byIDMax
+// low enough that its next capture refreshes them.
+func refreshDue(t *testing.T) (*Store, string) {
+	t.Helper()
+	needPreimport(t)
+	s, wt := settledStore(t, tenFiles(t))
+	n := byIDMax
+	byIDMax = 4
+	t.Cleanup(func() { byIDMax = n })
+	return s, wt
+}
+
+// refreshStore is refreshDue with a change to import (d0/f0.txt), and
+// during run on d1/f4.txt (which it returns) just before the refresh hashes
+// the files for their stat data.
+func refreshStore(t *testing.T, during func(p string)) (s *Store, wt, p string) {
+	t.Helper()
+	s, wt = refreshDue(t)
+	p = filepath.Join(wt, "d1/f4.txt")
+	beforeRestat = func() { during(p) }
+	t.Cleanup(func() { beforeRestat = func() {} })
+	mustWrite(t, filepath.Join(wt, "d0/f0.txt"), "changed\n")
+	return s, wt, p
 }

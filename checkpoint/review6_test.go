@@ -16,14 +16,7 @@ import (
 // path the index lacks, so once the file is back every later capture would
 // take it as unchanged and no checkpoint would hold it.
 func TestRefreshFileGoneMeanwhile(t *testing.T) {
-	needPreimport(t)
-	s, wt := settledStore(t, tenFiles(t))
-	defer func(n int) { byIDMax = n }(byIDMax)
-	byIDMax = 4 // the ten files are held by id: this capture refreshes them
-	p := filepath.Join(wt, "d1/f4.txt")
-	beforeRestat = func() { os.Remove(p) }
-	defer func() { beforeRestat = func() {} }()
-	mustWrite(t, filepath.Join(wt, "d0/f0.txt"), "changed\n")
+	s, wt, p := refreshStore(t, func(p string) { os.Remove(p) })
 	tracedCreate(t, s, wt, "refresh")
 	beforeRestat = func() {}
 	mustWrite(t, p, "file 4\n")
@@ -37,17 +30,10 @@ func TestRefreshFileGoneMeanwhile(t *testing.T) {
 // a directory before the refresh's hash (update-index drops the file's
 // entry), and made a file again later.
 func TestRefreshFileMadeDirectoryMeanwhile(t *testing.T) {
-	needPreimport(t)
-	s, wt := settledStore(t, tenFiles(t))
-	defer func(n int) { byIDMax = n }(byIDMax)
-	byIDMax = 4
-	p := filepath.Join(wt, "d1/f4.txt")
-	beforeRestat = func() {
+	s, wt, p := refreshStore(t, func(p string) {
 		os.Remove(p)
 		mustWrite(t, filepath.Join(p, "inner"), "inner\n")
-	}
-	defer func() { beforeRestat = func() {} }()
-	mustWrite(t, filepath.Join(wt, "d0/f0.txt"), "changed\n")
+	})
 	// the checkpoint may hold the directory or not (it came mid-capture)
 	traceCreate(t, s, "refresh")
 	s.cacheWrites.Wait()
@@ -187,10 +173,7 @@ func TestImportFlipsAroundPrefixes(t *testing.T) {
 // are hashed leaves the index, and the stat cache with it, so that once it
 // is back the next checkpoint holds it.
 func TestRefreshNothingChangedFileGone(t *testing.T) {
-	needPreimport(t)
-	s, wt := settledStore(t, tenFiles(t))
-	defer func(n int) { byIDMax = n }(byIDMax)
-	byIDMax = 4
+	s, wt := refreshDue(t)
 	p := filepath.Join(wt, "d2/f5.txt")
 	createWhileHashed(t, s, "refresh, nothing changed", func() { os.Remove(p) })
 	mustWrite(t, p, "file 5\n")
