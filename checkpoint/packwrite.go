@@ -367,6 +367,18 @@ func (p *packWriter) pack(typ int, data, id []byte) packedObject {
 	return packedObject{id: id, data: buf.Bytes(), crc: crc32.ChecksumIEEE(buf.Bytes())}
 }
 
+// packAll makes n objects of type typ (object(i) is the i-th's content and
+// id, nil when not known) as pack does, side by side, in order: for
+// writing in that order.
+func (p *packWriter) packAll(typ, n int, object func(i int) (data, id []byte)) []packedObject {
+	packed := make([]packedObject, n)
+	forEach(n, func(i int) {
+		data, id := object(i)
+		packed[i] = p.pack(typ, data, id)
+	})
+	return packed
+}
+
 // write appends an object made by pack; an object already in the pack is
 // written once.
 func (p *packWriter) write(o packedObject) error {

@@ -137,12 +137,10 @@ func (s *Store) writeImport(ctx context.Context, base string, update []verdict, 
 		return p.write(o)
 	}
 	if held != nil {
-		// compressed side by side, written in order
-		blobs := make([]packedObject, len(update))
-		forEach(len(update), func(i int) {
+		blobs := p.packAll(packBlob, len(update), func(i int) ([]byte, []byte) {
 			b := held[update[i].path]
 			id, _ := hex.DecodeString(b.id) // readHeld's
-			blobs[i] = p.pack(packBlob, b.data, id)
+			return b.data, id
 		})
 		for i, v := range update {
 			if err := blob(v, held[v.path], blobs[i]); err != nil {
@@ -170,10 +168,7 @@ func (s *Store) writeImport(ctx context.Context, base string, update []verdict, 
 	if err != nil {
 		return "", importedPack{}, err
 	}
-	// compressed side by side, written in order
-	packed := make([]packedObject, len(trees))
-	forEach(len(trees), func(i int) { packed[i] = p.pack(packTree, trees[i].data, trees[i].id) })
-	for _, o := range packed {
+	for _, o := range p.packAll(packTree, len(trees), func(i int) ([]byte, []byte) { return trees[i].data, trees[i].id }) {
 		if err := p.write(o); err != nil {
 			return "", importedPack{}, err
 		}
