@@ -11,39 +11,41 @@ import (
 
 // TestRefreshFileGoneMeanwhile: a file held by id, unchanged at the stat
 // walk, removed before the refresh hashes it for its stat data (update-index
-// --remove then drops it from the index), must not stay in the stat cache as
-// the index holding it with git's stat data: git's diff-files cannot name a
-// path the index lacks, so once the file is back every later capture would
-// take it as unchanged and no checkpoint would hold it.
+// --remove then drops it from the index), or replaced by a directory there,
+// must not stay in the stat cache as the index holding it with git's stat
+// data: git's diff-files cannot name a path the index lacks, so once the
+// file is back every later capture would take it as unchanged and no
+// checkpoint would hold it.
 func TestRefreshFileGoneMeanwhile(t *testing.T) {
-	s, wt, p := refreshStore(t, func(p string) { os.Remove(p) })
-	tracedCreate(t, s, wt, "refresh")
-	beforeRestat = func() {}
-	mustWrite(t, p, "file 4\n")
-	nextSecond()
-	tracedCreate(t, s, wt, "back")
-	nextSecond()
-	tracedCreate(t, s, wt, "back, settled")
-}
-
-// TestRefreshFileMadeDirectoryMeanwhile: the same with the file replaced by
-// a directory before the refresh's hash (update-index drops the file's
-// entry), and made a file again later.
-func TestRefreshFileMadeDirectoryMeanwhile(t *testing.T) {
-	s, wt, p := refreshStore(t, func(p string) {
-		os.Remove(p)
-		mustWrite(t, filepath.Join(p, "inner"), "inner\n")
-	})
-	// the checkpoint may hold the directory or not (it came mid-capture)
-	traceCreate(t, s, "refresh")
-	s.cacheWrites.Wait()
-	beforeRestat = func() {}
-	os.RemoveAll(p)
-	mustWrite(t, p, "file 4\n")
-	nextSecond()
-	tracedCreate(t, s, wt, "back")
-	nextSecond()
-	tracedCreate(t, s, wt, "back, settled")
+	for _, tc := range []struct {
+		name   string
+		during func(t *testing.T, p string)
+		exact  bool // the refresh's checkpoint is a fresh store's after it
+	}{
+		{"removed", func(_ *testing.T, p string) { os.Remove(p) }, true},
+		// the checkpoint may hold the directory or not (it came mid-capture)
+		{"made a directory", func(t *testing.T, p string) {
+			os.Remove(p)
+			mustWrite(t, filepath.Join(p, "inner"), "inner\n")
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, wt, p := refreshStore(t, func(p string) { tc.during(t, p) })
+			if tc.exact {
+				tracedCreate(t, s, wt, "refresh")
+			} else {
+				traceCreate(t, s, "refresh")
+				s.cacheWrites.Wait()
+			}
+			beforeRestat = func() {}
+			os.RemoveAll(p)
+			mustWrite(t, p, "file 4\n")
+			nextSecond()
+			tracedCreate(t, s, wt, "back")
+			nextSecond()
+			tracedCreate(t, s, wt, "back, settled")
+		})
+	}
 }
 
 // TestImportLargeTreePacks: an import whose tree is larger than 64 KiB
