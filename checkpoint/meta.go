@@ -351,16 +351,18 @@ func (s *Store) readBlobs(ctx context.Context, ids []string) ([][]byte, error) {
 	return blobs, nil
 }
 
-// checkReadable reads every object a restore will write, before it writes
+// readObjects reads every object a restore will write, before it writes
 // anything: a damaged store must fail the restore before the first change,
 // never halfway through it. One cat-file reads them whole (which finds a
-// damaged one) and names a missing one.
-func (s *Store) checkReadable(ctx context.Context, ids []string) error {
+// damaged one) and names a missing one. The content of the ids that are
+// keys of keep is kept there, up to room bytes in all; past it their values
+// stay nil.
+func (s *Store) readObjects(ctx context.Context, ids []string, keep map[string][]byte, room int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	list := strings.Join(ids, "\n") + "\n"
-	check := &batchCheck{}
+	check := &batchCheck{keep: keep, room: room}
 	err := s.git().Stream(ctx, strings.NewReader(list), check, "cat-file", "--batch")
 	if err == nil && check.missing != "" {
 		err = fmt.Errorf("object %s is missing", check.missing)
@@ -371,12 +373,16 @@ func (s *Store) checkReadable(ctx context.Context, ids []string) error {
 	return nil
 }
 
-// batchCheck reads cat-file --batch output as it comes, keeping only the
-// first object reported missing.
+// batchCheck reads cat-file --batch output as it comes, keeping the first
+// object reported missing and the content of the objects keep wants.
 type batchCheck struct {
 	line    []byte // a header line read in part
 	skip    int    // bytes of content (and its newline) still to pass over
 	missing string
+	keep    map[string][]byte // ids whose content is wanted, filled in as read
+	room    int64             // bytes of content keep may still take
+	id      string            // the object whose content is being kept
+	kept    []byte            // its content (and newline) so far
 }
 
 func (b *batchCheck) Write(p []byte) (int, error) {
@@ -384,8 +390,15 @@ func (b *batchCheck) Write(p []byte) (int, error) {
 	for len(p) > 0 {
 		if b.skip > 0 {
 			k := min(b.skip, len(p))
+			if b.kept != nil {
+				b.kept = append(b.kept, p[:k]...)
+			}
 			b.skip -= k
 			p = p[k:]
+			if b.skip == 0 && b.kept != nil {
+				b.keep[b.id] = b.kept[:len(b.kept)-1] // without cat-file's newline
+				b.kept = nil
+			}
 			continue
 		}
 		i := bytes.IndexByte(p, '\n')
@@ -407,6 +420,10 @@ func (b *batchCheck) Write(p []byte) (int, error) {
 				return 0, fmt.Errorf("cat-file: unexpected header %q", header)
 			}
 			b.skip = size + 1
+			if data, want := b.keep[f[0]]; want && data == nil && int64(size) <= b.room {
+				b.room -= int64(size)
+				b.id, b.kept = f[0], make([]byte, 0, size+1)
+			}
 		default:
 			return 0, fmt.Errorf("cat-file: unexpected header %q", header)
 		}

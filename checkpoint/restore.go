@@ -131,6 +131,7 @@ func (s *Store) restore(ctx context.Context, ref string, opt RestoreOptions, fil
 	// beside the safety checkpoint's commit, ref and manifest, before the
 	// first change.
 	var plan *restorePlan
+	var writes *restoreWrites
 	prepare := func(cur *capture, view *targetView) (err error) {
 		planned := time.Now()
 		if plan, err = s.plan(ctx, target, cur, view, files); err != nil {
@@ -141,14 +142,8 @@ func (s *Store) restore(ctx context.Context, ref string, opt RestoreOptions, fil
 			return nil
 		}
 		defer gitexec.TraceStep("objects to write read, and staged", time.Now())
-		var ids []string
-		for _, p := range plan.write {
-			ids = append(ids, entryID(view.entries[p]))
-		}
-		return parallel(
-			func() error { return s.checkReadable(ctx, ids) },
-			func() error { return stage(ctx, staged, view.entries, plan.write) },
-		)
+		writes, err = s.prepareWrites(ctx, staged, target, view, plan.write)
+		return err
 	}
 	// The state now, as the rule holds it: the safety checkpoint (a dry run
 	// only looks). Its diff with the target, and prepare, start once its
@@ -246,7 +241,7 @@ func (s *Store) restore(ctx context.Context, ref string, opt RestoreOptions, fil
 		}
 		return nil, err
 	}
-	if err := s.apply(ctx, staged, view, plan, target, cur, files); err != nil {
+	if err := s.apply(ctx, staged, view, plan, writes, target, cur, files); err != nil {
 		return nil, err
 	}
 	if err := os.Remove(s.restoreMarker()); err != nil {
@@ -710,7 +705,7 @@ func (s *Store) checkHeld(target *Checkpoint, entries map[string]string, files [
 // has them. Then the writes, checked one
 // by one (a write git could not make fails the restore, never silently), the
 // checkpoint's empty directories, and the permission bits it recorded.
-func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView, p *restorePlan, target *Checkpoint, cur *capture, files []string) error {
+func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView, p *restorePlan, w *restoreWrites, target *Checkpoint, cur *capture, files []string) error {
 	emptied := map[string]bool{}
 	for i, r := range p.remove {
 		if i%256 == 0 || i == len(p.remove)-1 {
@@ -781,8 +776,7 @@ func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView,
 		old := unix.Umask(0o077)
 		defer unix.Umask(old)
 	}
-	s.unlinkWrites(p.write)
-	if err := s.checkout(ctx, staged, v.entries, p.write); err != nil {
+	if err := s.write(ctx, staged, v, w, len(p.write)); err != nil {
 		return err
 	}
 	for _, d := range p.mkdir {
@@ -797,6 +791,164 @@ func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView,
 		}
 	}
 	return s.setPerms(v, p, target, cur, oldPerms)
+}
+
+// restoreWrites are a restore's writes, worked out before the first change:
+// the files written back into the file that is there (rewrite), with their
+// content, and the paths checkout-index writes from the scratch index.
+type restoreWrites struct {
+	rewrite  []rewrite
+	checkout []string
+}
+
+// rewrite is a file whose content a restore writes into the file that is
+// there (see inPlace).
+type rewrite struct {
+	path string
+	data []byte
+	perm os.FileMode
+}
+
+// prepareWrites reads every object the restore writes (a missing one fails
+// it before anything is changed), keeping the content of the files it
+// writes in place, and stages the others in the scratch index g.
+//
+// A file is written in place when the one there is a regular file the
+// project's alone, with the bits the checkpoint recorded (inPlace): most of
+// a restore's writes are files changed since the checkpoint. That spares
+// checkout-index its deletion and creation of each (a deletion costs more
+// than the write on a file system that discards what it frees), the scratch
+// index, and the next capture a second look at each directory whose entries
+// were replaced. The content written is the blob's bytes, as checkout-index
+// writes them: the store's attributes turn every conversion off.
+func (s *Store) prepareWrites(ctx context.Context, g gitexec.Shadow, target *Checkpoint, v *targetView, write []string) (*restoreWrites, error) {
+	w := &restoreWrites{}
+	content := map[string][]byte{}
+	var ids []string
+	for _, p := range write {
+		e := v.entries[p]
+		id := entryID(e)
+		ids = append(ids, id)
+		if perm, ok := s.inPlacePerm(target, p, e); ok {
+			if st, err := lstatInside(s, p); err == nil && inPlace(st, perm) {
+				w.rewrite = append(w.rewrite, rewrite{path: p, perm: perm})
+				content[id] = nil
+				continue
+			}
+		}
+		w.checkout = append(w.checkout, p)
+	}
+	err := parallel(
+		func() error { return s.readObjects(ctx, ids, content, heldBytesMax) },
+		func() error { return stage(ctx, g, v.entries, w.checkout) },
+	)
+	if err != nil {
+		return nil, err
+	}
+	// Content past heldBytesMax in all was not kept: those are checked out.
+	var late []string
+	kept := w.rewrite[:0]
+	for _, r := range w.rewrite {
+		if r.data = content[entryID(v.entries[r.path])]; r.data == nil {
+			late = append(late, r.path)
+		} else {
+			kept = append(kept, r)
+		}
+	}
+	w.rewrite = kept
+	if err := stage(ctx, g, v.entries, late); err != nil {
+		return nil, err
+	}
+	w.checkout = append(w.checkout, late...)
+	return w, nil
+}
+
+// inPlacePerm is the bits a file of entry e must have for a restore to
+// write it in place: those the checkpoint recorded for a regular file. A
+// checkpoint without recorded bits (an older one) has its files checked out.
+func (s *Store) inPlacePerm(target *Checkpoint, p, e string) (os.FileMode, bool) {
+	if target.meta == nil || !strings.HasPrefix(e, "100") {
+		return 0, false
+	}
+	return target.meta.filePerm(p, strings.HasPrefix(e, "100755 ")), true
+}
+
+// inPlace reports whether a restore may write into the file of st a content
+// that must end with bits perm: a regular file with one link (another link
+// may be outside the work tree, and checkout-index would leave it as it
+// is), owned by rewind's user (a new file would be), with exactly those bits
+// (a 0644 file must not hold a 0600 secret's content even for a moment).
+func inPlace(st *unix.Stat_t, perm os.FileMode) bool {
+	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 && int(st.Uid) == os.Geteuid() &&
+		os.FileMode(st.Mode&0o7777) == perm
+}
+
+func lstatInside(s *Store, rel string) (*unix.Stat_t, error) {
+	full, err := s.inside(rel)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	return &st, unix.Lstat(full, &st)
+}
+
+// write makes the restore's writes: the files in place first, then through
+// checkout-index those it writes from the scratch index and any file that
+// was no longer fit to be written in place (changed since prepareWrites
+// looked: it is staged now).
+func (s *Store) write(ctx context.Context, staged gitexec.Shadow, v *targetView, w *restoreWrites, total int) error {
+	done := new(atomic.Int64)
+	var late []string
+	var mu sync.Mutex
+	forEach(len(w.rewrite), func(i int) {
+		if s.rewriteInPlace(w.rewrite[i]) {
+			s.progress("writing files", int(done.Add(1)), total)
+			return
+		}
+		mu.Lock()
+		late = append(late, w.rewrite[i].path)
+		mu.Unlock()
+	})
+	checkout := w.checkout
+	if len(late) > 0 {
+		sort.Strings(late)
+		if err := stage(ctx, staged, v.entries, late); err != nil {
+			return err
+		}
+		checkout = append(slices.Clip(checkout), late...)
+	}
+	s.unlinkWrites(checkout)
+	return s.checkout(ctx, staged, v.entries, checkout, done, total)
+}
+
+// beforeInPlace runs before a restore opens a file to write it in place.
+// (A test changes the file there meanwhile.)
+var beforeInPlace = func(string) {}
+
+// rewriteInPlace writes r's content into the file there, if that is still a
+// file inPlace allows (looked at through the open descriptor: never through
+// a symlink). It reports false, having written nothing, when it is not; a
+// write that fails midway reports false too, and checkout-index writes the
+// file anew.
+func (s *Store) rewriteInPlace(r rewrite) bool {
+	beforeInPlace(r.path)
+	full, err := s.inside(r.path)
+	if err != nil {
+		return false
+	}
+	f, err := os.OpenFile(full, os.O_WRONLY|syscallNoFollow, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil || !inPlace(&st, r.perm) {
+		return false
+	}
+	if _, err := f.WriteAt(r.data, 0); err != nil {
+		return false
+	}
+	return f.Truncate(int64(len(r.data))) == nil && f.Close() == nil
 }
 
 // unlinkWrites deletes the files and symlinks checkout-index is about to
@@ -845,12 +997,12 @@ func stage(ctx context.Context, g gitexec.Shadow, entries map[string]string, wri
 }
 
 // checkout writes paths from the scratch index g (see stage), then checks
-// each is there.
-func (s *Store) checkout(ctx context.Context, g gitexec.Shadow, entries map[string]string, write []string) error {
+// each is there; each counts towards done of total written.
+func (s *Store) checkout(ctx context.Context, g gitexec.Shadow, entries map[string]string, write []string, done *atomic.Int64, total int) error {
 	if len(write) == 0 {
 		return nil
 	}
-	if _, err := g.RunInput(ctx, s.countPaths("writing files", nulJoin(write), len(write), new(atomic.Int64)), "checkout-index", "--force", "-z", "--stdin"); err != nil {
+	if _, err := g.RunInput(ctx, s.countPaths("writing files", nulJoin(write), total, done), "checkout-index", "--force", "-z", "--stdin"); err != nil {
 		return err
 	}
 	for _, w := range write {

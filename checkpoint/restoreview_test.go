@@ -51,27 +51,44 @@ func FuzzParseRawDiff(f *testing.F) {
 	})
 }
 
-// batchCheck gives the same answer whatever pieces the output comes in.
+// batchCheck gives the same answer whatever pieces the output comes in, and
+// keeps the content asked for, within its room.
 func FuzzBatchCheck(f *testing.F) {
 	f.Add("abc blob 3\nxyz\ndef missing\nghi blob 0\n\n", 1)
 	f.Add("abc blob 10\n0123456789\n", 4)
+	f.Add("ghi blob 0\n\nabc blob 3\nxyz\nabc blob 3\nxyz\n", 2)
 	f.Fuzz(func(t *testing.T, out string, piece int) {
-		whole := &batchCheck{}
+		keep := func() map[string][]byte { return map[string][]byte{"abc": nil, "ghi": nil} }
+		whole := &batchCheck{keep: keep(), room: 5}
 		_, werr := whole.Write([]byte(out))
 		if piece <= 0 || piece > len(out) {
 			piece = 1
 		}
-		parts := &batchCheck{}
+		parts := &batchCheck{keep: keep(), room: 5}
 		var perr error
 		for rest := out; len(rest) > 0 && perr == nil; {
 			n := min(piece, len(rest))
 			_, perr = parts.Write([]byte(rest[:n]))
 			rest = rest[n:]
 		}
-		if (werr == nil) != (perr == nil) || (werr == nil && whole.missing != parts.missing) {
-			t.Fatalf("whole: %q %v; in pieces of %d: %q %v", whole.missing, werr, piece, parts.missing, perr)
+		if (werr == nil) != (perr == nil) || (werr == nil && (whole.missing != parts.missing || !reflect.DeepEqual(whole.keep, parts.keep))) {
+			t.Fatalf("whole: %q %q %v; in pieces of %d: %q %q %v", whole.missing, whole.keep, werr, piece, parts.missing, parts.keep, perr)
 		}
 	})
+}
+
+// batchCheck keeps the content of the objects asked for, the first time each
+// comes, while room lasts.
+func TestBatchCheckKeeps(t *testing.T) {
+	b := &batchCheck{keep: map[string][]byte{"abc": nil, "ghi": nil, "big": nil}, room: 4}
+	out := "ghi blob 0\n\nabc blob 3\nxyz\nnot blob 2\nno\nabc blob 3\nxyz\nbig blob 2\nab\ndef missing\n"
+	if _, err := b.Write([]byte(out)); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{"abc": []byte("xyz"), "ghi": {}, "big": nil}
+	if !reflect.DeepEqual(b.keep, want) || b.missing != "def" {
+		t.Errorf("kept %q, missing %q; want %q, def", b.keep, b.missing, want)
+	}
 }
 
 // A restore whose object is gone from the store fails before its first write,

@@ -1,0 +1,108 @@
+package checkpoint
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A restore writes a file changed since the checkpoint into the file that is
+// there: the same inode, its directory untouched. When the file is no longer
+// fit for that by the time the restore opens it (made a hard link to a file
+// outside the tree, a symlink to one, given other bits), the restore writes
+// it anew as checkout-index does, and the file outside is never written.
+func TestRestoreWritesInPlace(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		inPlace bool
+		change  func(t *testing.T, full, outside string)
+	}{
+		{"unchanged meanwhile", true, nil},
+		{"made a hard link to a file outside", false, func(t *testing.T, full, outside string) {
+			os.Remove(full)
+			if err := os.Link(outside, full); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"made a symlink to a file outside", false, func(t *testing.T, full, outside string) {
+			os.Remove(full)
+			if err := os.Symlink(outside, full); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"given other bits", false, func(t *testing.T, full, _ string) {
+			if err := os.Chmod(full, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s, wt := newStore(t)
+			sub := filepath.Join(wt, "sub")
+			a := filepath.Join(sub, "a.txt")
+			mustWrite(t, a, "target\n")
+			mustWrite(t, filepath.Join(sub, "b.txt"), "b\n")
+			if err := os.Chmod(a, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			outside := filepath.Join(t.TempDir(), "outside.txt")
+			mustWrite(t, outside, "outside\n")
+			if _, err := s.Create(ctx, CreateOptions{Reason: "target", Source: "t"}); err != nil {
+				t.Fatal(err)
+			}
+			target := listing(t, wt, true)
+			f, err := os.OpenFile(a, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString("changed since\n")
+			f.Close()
+			var before, dirBefore unix.Stat_t
+			if err := unix.Lstat(a, &before); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond) // a directory changed now gets a later mtime
+			if err := unix.Lstat(sub, &dirBefore); err != nil {
+				t.Fatal(err)
+			}
+			called := 0
+			beforeInPlace = func(p string) {
+				called++
+				if p == "sub/a.txt" && tc.change != nil {
+					tc.change(t, a, outside)
+				}
+			}
+			defer func() { beforeInPlace = func(string) {} }()
+			res, err := s.Restore(ctx, "target", RestoreOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if called != 1 || len(res.Write) != 1 {
+				t.Fatalf("written %v, %d in place: want sub/a.txt in place", res.Write, called)
+			}
+			if d := diffMaps(target, listing(t, wt, true)); d != "" {
+				t.Errorf("the restore is not exact: %s", d)
+			}
+			if got, _ := os.ReadFile(outside); string(got) != "outside\n" {
+				t.Errorf("the file outside the tree is now %q", got)
+			}
+			var after, dirAfter unix.Stat_t
+			if err := unix.Lstat(a, &after); err != nil {
+				t.Fatal(err)
+			}
+			unix.Lstat(sub, &dirAfter)
+			sameDir := dirAfter.Mtim == dirBefore.Mtim
+			if tc.inPlace && (after.Ino != before.Ino || !sameDir) {
+				t.Errorf("not written in place: inode %d, was %d; directory's mtime the same: %v", after.Ino, before.Ino, sameDir)
+			}
+			if !tc.inPlace && (after.Nlink != 1 || sameDir) {
+				t.Errorf("written in place (its directory's mtime the same: %v), %d links after", sameDir, after.Nlink)
+			}
+		})
+	}
+}
