@@ -55,6 +55,8 @@ func CheckLabel(what, v string) error {
 		return fmt.Errorf("%w: the %s is empty", ErrBadLabel, what)
 	case !utf8.ValidString(v):
 		return fmt.Errorf("%w: the %s %q is not valid UTF-8", ErrBadLabel, what, v)
+	case strings.ContainsRune(v, 0):
+		return fmt.Errorf("%w: the %s %q holds a NUL byte", ErrBadLabel, what, v)
 	case strings.ContainsAny(v, "|\n\r"):
 		return fmt.Errorf("%w: the %s %q holds a '|' or a line break", ErrBadLabel, what, v)
 	case strings.TrimSpace(v) != v:
@@ -647,12 +649,9 @@ func (s *Store) create(ctx context.Context, opt CreateOptions, cps []*Checkpoint
 	// by side.
 	c := &Checkpoint{Reason: opt.Reason, Source: opt.Source, Time: now, Tree: cap.tree, Skipped: cap.skipped,
 		Branch: cap.held.branch, Head: cap.held.head, meta: cap.meta}
-	g := s.git()
-	g.Date = now
-	var out []byte
 	err = parallel(
 		func() (err error) {
-			out, err = g.RunInput(ctx, strings.NewReader(message(c)), "commit-tree", c.Tree)
+			c.ID, err = s.writeCommit(c.Tree, message(c), now)
 			return err
 		},
 		func() error {
@@ -666,7 +665,6 @@ func (s *Store) create(ctx context.Context, opt CreateOptions, cps []*Checkpoint
 	if err != nil {
 		return nil, err
 	}
-	c.ID = strings.TrimSpace(string(out))
 	c.Seq = 1
 	if len(cps) > 0 {
 		c.Seq = cps[len(cps)-1].Seq + 1

@@ -366,3 +366,18 @@ func TestPrewriteSameTree(t *testing.T) {
 		t.Errorf("tree with prewrite %s, without %s", trees[1], trees[1<<30])
 	}
 }
+
+// A reason or source with a NUL byte (one a hook's JSON can carry) is refused
+// as a bad label, before anything is written.
+func TestCheckLabelNUL(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	mustWrite(t, filepath.Join(wt, "a.txt"), "a\n")
+	_, err := s.Create(ctx, CreateOptions{Reason: "tool\x00call", Source: "t"})
+	if !errors.Is(err, ErrBadLabel) || !strings.Contains(err.Error(), "holds a NUL byte") {
+		t.Fatalf("got %v, want a bad label holding a NUL byte", err)
+	}
+	if cps, err := s.List(ctx); err != nil || len(cps) != 0 {
+		t.Errorf("checkpoints after the refusal: %v %v", cps, err)
+	}
+}

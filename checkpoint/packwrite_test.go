@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // importNames are names whose order in a tree is where git's differs from
@@ -272,5 +273,58 @@ func procedureGC(t *testing.T, s *Store, wt string) {
 	gc.Env = append(os.Environ(), "GIT_DIR="+s.gitDir(), "GIT_WORK_TREE="+wt)
 	if out, err := gc.CombinedOutput(); err != nil {
 		t.Fatalf("git gc: %v %s", err, out)
+	}
+}
+
+// writeCommit writes the commit git commit-tree writes, byte for byte, in a
+// store of sha1 and of sha256 ids: every checkpoint's id (and so every
+// golden output that shows one) is what it was when git wrote it.
+func TestWriteCommitLikeGit(t *testing.T) {
+	ctx := context.Background()
+	wt := t.TempDir()
+	mustWrite(t, filepath.Join(wt, "a.txt"), "a\n")
+	sha1Store, err := Open(wt, filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*Store{sha1Store, sha256Store(t, wt)} {
+		made, err := s.Create(ctx, CreateOptions{Reason: "first", Source: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tree := made.Checkpoint.Tree
+		for _, tc := range []struct {
+			message string
+			date    time.Time
+		}{
+			{"first | 2026-01-02T03:04:05Z | t\n", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
+			{"ünïcode réason | 2026-01-02T03:04:05Z | skill\n\nRewind-Branch: main\nRewind-Skipped: \"big file.bin\" over 1 MiB\n", time.Unix(0, 0)},
+			{"tabs\tand  spaces | 1970-01-01T00:00:00Z | t\n\n\n", time.Unix(1<<33, 0)},
+			{"no newline at the end", time.Date(2026, 11, 28, 23, 59, 59, 999, time.FixedZone("x", 3600))},
+		} {
+			id, err := s.writeCommit(tree, tc.message, tc.date)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := s.git()
+			g.Date = tc.date
+			out, err := g.RunInput(ctx, strings.NewReader(tc.message), "commit-tree", tree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := strings.TrimSpace(string(out)); id != want {
+				raw, _ := s.git().Run(ctx, "cat-file", "commit", want)
+				t.Errorf("writeCommit %q: %s, git commit-tree: %s\n%s", tc.message, id, want, raw)
+			}
+			if again, err := s.writeCommit(tree, tc.message, tc.date); err != nil || again != id {
+				t.Errorf("the same commit again: %s %v", again, err)
+			}
+		}
+		if out, err := s.git().Run(ctx, "fsck", "--full", "--strict", "--no-dangling"); err != nil {
+			t.Errorf("fsck: %v %s", err, out)
+		}
+		if _, err := s.writeCommit(tree, "nul\x00byte", time.Unix(0, 0)); err == nil {
+			t.Error("a message with a NUL byte was written")
+		}
 	}
 }

@@ -50,7 +50,7 @@ type Shadow struct {
 
 // Identity is the author and committer of every shadow commit.
 const (
-	identityName  = "rewind"
+	IdentityName  = "rewind"
 	IdentityEmail = "rewind@localhost"
 )
 
@@ -143,10 +143,10 @@ func (s Shadow) env() []string {
 		"GIT_ATTR_NOSYSTEM=1",
 		"GIT_TERMINAL_PROMPT=0",
 		"GIT_NO_REPLACE_OBJECTS=1",
-		"GIT_AUTHOR_NAME="+identityName,
+		"GIT_AUTHOR_NAME="+IdentityName,
 		"GIT_AUTHOR_EMAIL="+IdentityEmail,
 		"GIT_AUTHOR_DATE="+stamp,
-		"GIT_COMMITTER_NAME="+identityName,
+		"GIT_COMMITTER_NAME="+IdentityName,
 		"GIT_COMMITTER_EMAIL="+IdentityEmail,
 		"GIT_COMMITTER_DATE="+stamp,
 		"HOME="+s.ConfigHome,
