@@ -436,10 +436,11 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 				changed = append(changed, v)
 			}
 		}
+		trees := s.readBaseTreesBeside(ctx, cached.base, changed, remove)
 		held = s.readHeld(changed, cached.base)
 		var tree string
 		importing := func() error {
-			imported, tree, c.imported = s.preimport(ctx, cached.base, changed, remove, held)
+			imported, tree, c.imported = s.preimport(cached.base, trees, changed, held)
 			return nil
 		}
 		var err error

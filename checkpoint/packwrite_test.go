@@ -34,8 +34,10 @@ func randomImportPath(r *rand.Rand) string {
 // sha1 and a sha256 store. fsck, strict, finds every pack and tree sound.
 func TestImportTreesRandom(t *testing.T) {
 	needPreimport(t)
-	for _, format := range []string{"sha1", "sha256"} {
-		t.Run(format, func(t *testing.T) {
+	for _, run := range []struct{ format, reader string }{{"sha1", "direct"}, {"sha256", "direct"}, {"sha1", "cat-file"}, {"sha256", "cat-file"}} {
+		format := run.format
+		t.Run(format+"/"+run.reader, func(t *testing.T) {
+			defer forceCatFile(run.reader == "cat-file")()
 			r := seededRand(t)
 			ctx := context.Background()
 			s, wt := newStore(t)
@@ -56,6 +58,9 @@ func TestImportTreesRandom(t *testing.T) {
 				made, trace := traceCreate(t, s, fmt.Sprint("step ", step))
 				if strings.Contains(trace, "written as one pack") && !strings.Contains(trace, "ignored: import") {
 					imported++
+					if direct := strings.Contains(trace, "base trees read from the store's files"); direct != (run.reader == "direct") {
+						t.Fatalf("step %d: base trees read from the files: %v\n%s", step, direct, trace)
+					}
 				}
 				if want := freshCheckpoint(t, wt).Tree; made.Checkpoint.Tree != want && format == "sha1" {
 					t.Fatalf("step %d: tree %s, a fresh store's %s", step, made.Checkpoint.Tree, want)
@@ -150,20 +155,38 @@ func changeImportTree(t *testing.T, r *rand.Rand, wt string) {
 }
 
 // TestImportDirectoryNewline: a changed file in a directory whose name
-// holds a newline, which cat-file cannot be asked for by path: the import
-// gives up (as traced) and the checkpoint is git's all the same.
+// holds a newline, which cat-file cannot be asked for by path: read from the
+// store's files, the import goes through; asking cat-file, it gives up (as
+// traced). The checkpoint is git's all the same.
 func TestImportDirectoryNewline(t *testing.T) {
 	needPreimport(t)
-	s, wt := settledStore(t, tenFiles(t))
-	mustWrite(t, filepath.Join(wt, "odd\ndir/f.txt"), "new\n")
-	mustWrite(t, filepath.Join(wt, "d0/f0.txt"), "changed\n")
-	made, trace := traceCreate(t, s, "odd")
-	if !strings.Contains(trace, "ignored: import") {
-		t.Errorf("the import did not give up:\n%s", trace)
+	for _, catFile := range []bool{false, true} {
+		t.Run(fmt.Sprint("cat-file ", catFile), func(t *testing.T) {
+			defer forceCatFile(catFile)()
+			s, wt := settledStore(t, tenFiles(t))
+			mustWrite(t, filepath.Join(wt, "odd\ndir/f.txt"), "new\n")
+			mustWrite(t, filepath.Join(wt, "odd\ndir/g.txt"), "new\n")
+			mustWrite(t, filepath.Join(wt, "d0/f0.txt"), "changed\n")
+			nextSecond()
+			traceCreate(t, s, "odd")
+			mustWrite(t, filepath.Join(wt, "odd\ndir/f.txt"), "changed\n")
+			made, trace := traceCreate(t, s, "odd again")
+			if gaveUp := strings.Contains(trace, "ignored: import"); gaveUp != catFile {
+				t.Errorf("the import gave up: %v\n%s", gaveUp, trace)
+			}
+			if want := freshTree(t, wt); made.Checkpoint.Tree != want {
+				t.Fatalf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
+			}
+		})
 	}
-	if want := freshTree(t, wt); made.Checkpoint.Tree != want {
-		t.Fatalf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
-	}
+}
+
+// forceCatFile has the import's base trees read by cat-file (when on) until
+// the function it returns is called.
+func forceCatFile(on bool) func() {
+	old := readTreesDirect
+	readTreesDirect = !on
+	return func() { readTreesDirect = old }
 }
 
 // TestImportRefNamesLastImport: importRef names a commit of the last

@@ -37,9 +37,9 @@ const importRef = "refs/rewind/import"
 // now. It reports whether the import went through, its root tree, and
 // the pack (see keepImport). A failure is only reported: the capture then
 // hashes the files itself.
-func (s *Store) preimport(ctx context.Context, base string, update []verdict, remove []string, held map[string]heldBlob) (ok bool, tree string, pack importedPack) {
-	defer gitexec.TraceStep(fmt.Sprintf("%d changes written as one pack", len(update)+len(remove)), time.Now())
-	tree, pack, err := s.writeImport(ctx, base, update, remove, held)
+func (s *Store) preimport(base string, trees *baseTrees, update []verdict, held map[string]heldBlob) (ok bool, tree string, pack importedPack) {
+	defer gitexec.TraceStep(fmt.Sprintf("%d changes written as one pack", len(update)+trees.removed), time.Now())
+	tree, pack, err := s.writeImport(base, trees, update, held)
 	if err != nil {
 		s.warnTrace("import: %v", err)
 		return false, "", importedPack{}
@@ -113,25 +113,45 @@ func (s *Store) releaseImports() {
 	}
 }
 
-// writeImport is preimport's work.
-func (s *Store) writeImport(ctx context.Context, base string, update []verdict, remove []string, held map[string]heldBlob) (string, importedPack, error) {
-	root := &treeEdit{}
+// baseTrees are the edits of a change (see treeEdit), with the trees of the
+// base they go on, read in the background from when the change is known:
+// beside the reading of the changed files, and the writing of their blobs.
+type baseTrees struct {
+	root    *treeEdit
+	removed int // paths taken away
+	done    chan struct{}
+	err     error
+}
+
+// readBaseTreesBeside starts reading the trees of base that the change of
+// update and remove goes on.
+func (s *Store) readBaseTreesBeside(ctx context.Context, base string, update []verdict, remove []string) *baseTrees {
+	b := &baseTrees{root: &treeEdit{}, removed: len(remove), done: make(chan struct{})}
 	for _, p := range remove {
-		root.below(p).gone = true
+		b.root.below(p).gone = true
 	}
+	for _, v := range update {
+		b.root.below(v.path)
+	}
+	go func() { b.err = s.readBaseTrees(ctx, base, b.root); close(b.done) }()
+	return b
+}
+
+// wait waits for the trees, and reports what reading them met.
+func (b *baseTrees) wait() error {
+	<-b.done
+	return b.err
+}
+
+// writeImport is preimport's work.
+func (s *Store) writeImport(base string, trees *baseTrees, update []verdict, held map[string]heldBlob) (string, importedPack, error) {
+	defer trees.wait() // nothing outlives the import
+	root := trees.root
 	p, err := newPackWriter(filepath.Join(s.gitDir(), "objects", "pack"), len(base) == 64)
 	if err != nil {
 		return "", importedPack{}, err
 	}
 	defer p.abort() // after finish, only a no-op
-	for _, v := range update {
-		root.below(v.path)
-	}
-	// the trees are read while the blobs are written
-	var treesErr error
-	treesRead := make(chan struct{})
-	go func() { treesErr = s.readBaseTrees(ctx, base, root); close(treesRead) }()
-	defer func() { <-treesRead }()
 	blob := func(v verdict, b heldBlob, o packedObject) error {
 		root.below(v.path).blob = &treeEntry{mode: b.mode, id: o.id}
 		return p.write(o)
@@ -160,15 +180,15 @@ func (s *Store) writeImport(ctx context.Context, base string, update []verdict, 
 			}
 		}
 	}
-	if <-treesRead; treesErr != nil {
-		return "", importedPack{}, treesErr
+	if err := trees.wait(); err != nil {
+		return "", importedPack{}, err
 	}
-	var trees []newTree
-	rootID, err := writeTrees(root, &trees, p.sha256, true)
+	var made []newTree
+	rootID, err := writeTrees(root, &made, p.sha256, true)
 	if err != nil {
 		return "", importedPack{}, err
 	}
-	for _, o := range p.packAll(packTree, len(trees), func(i int) ([]byte, []byte) { return trees[i].data, trees[i].id }) {
+	for _, o := range p.packAll(packTree, len(made), func(i int) ([]byte, []byte) { return made[i].data, made[i].id }) {
 		if err := p.write(o); err != nil {
 			return "", importedPack{}, err
 		}
