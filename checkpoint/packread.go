@@ -88,8 +88,11 @@ func (r *objectReader) open() error {
 		}
 		p := &packFile{idx: idx, pack: pack, bases: map[int64]packed{}}
 		r.packs = append(r.packs, p)
-		if err := p.check(r.idLen()); err != nil {
+		if err := p.checkIndex(r.idLen()); err != nil {
 			return fmt.Errorf("%s: %w", filepath.Base(i), err)
+		}
+		if len(pack) < 12 || string(pack[:4]) != "PACK" {
+			return fmt.Errorf("%s: not a pack", filepath.Base(i))
 		}
 	}
 	return nil
@@ -127,9 +130,11 @@ func (r *objectReader) idLen() int {
 	return 20
 }
 
-// check makes sure the index is one read can search: version 2, with room
-// for the tables its count of objects needs.
-func (p *packFile) check(idLen int) error {
+// checkIndex makes sure the index is one offset can search: version 2,
+// with room for the tables its count of objects needs (git checks the size
+// the same way before it uses an index: a damaged count must not send a
+// search past the file).
+func (p *packFile) checkIndex(idLen int) error {
 	if len(p.idx) < 8+256*4 || !bytes.Equal(p.idx[:8], packIndexV2) {
 		return errors.New("not a version 2 pack index")
 	}
@@ -137,15 +142,15 @@ func (p *packFile) check(idLen int) error {
 	if int64(len(p.idx)) < 8+256*4+n*int64(idLen+8)+2*int64(idLen) {
 		return errors.New("a pack index shorter than its objects")
 	}
-	if len(p.pack) < 12 || string(p.pack[:4]) != "PACK" {
-		return errors.New("not a pack")
-	}
 	return nil
 }
 
 func (p *packFile) count(b int) uint32 { return binary.BigEndian.Uint32(p.idx[8+4*b:]) }
 
-// offset looks id up in the index: its offset in the pack, or -1.
+// offset looks id up in the index (version 2: a header, 256 cumulative
+// counts by first byte, the sorted ids, their CRC-32s, their offsets, the
+// offsets past 2 GiB): its offset in the pack, -1 when it is not there, -2
+// when the index is damaged.
 func (p *packFile) offset(id []byte) int64 {
 	idLen := len(id)
 	lo := uint32(0)
@@ -153,6 +158,9 @@ func (p *packFile) offset(id []byte) int64 {
 		lo = p.count(int(id[0]) - 1)
 	}
 	hi := p.count(int(id[0]))
+	if hi < lo || hi > p.count(255) {
+		return -2
+	}
 	ids := p.idx[8+256*4:]
 	i := lo + uint32(sort.Search(int(hi-lo), func(k int) bool {
 		at := int(lo) + k
