@@ -468,6 +468,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			err = parallel(importing, func() error { return hash(true, append(update, restat...)) })
 		}
 		if err != nil {
+			trees.wait() // nothing outlives the capture (the import waited, unless never run)
 			return nil, err
 		}
 		switch {

@@ -830,7 +830,7 @@ func (s *Store) prepareWrites(ctx context.Context, g gitexec.Shadow, target *Che
 		id := entryID(e)
 		ids = append(ids, id)
 		if perm, ok := s.inPlacePerm(target, p, e); ok {
-			if st, err := lstatInside(s, p); err == nil && inPlace(st, perm) {
+			if st, err := s.lstatInside(p); err == nil && inPlace(st, perm) {
 				w.rewrite = append(w.rewrite, rewrite{path: p, perm: perm})
 				content[id] = nil
 				continue
@@ -883,7 +883,7 @@ func inPlace(st *unix.Stat_t, perm os.FileMode) bool {
 		os.FileMode(st.Mode&0o7777) == perm
 }
 
-func lstatInside(s *Store, rel string) (*unix.Stat_t, error) {
+func (s *Store) lstatInside(rel string) (*unix.Stat_t, error) {
 	full, err := s.inside(rel)
 	if err != nil {
 		return nil, err
