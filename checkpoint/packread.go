@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 
@@ -186,6 +187,15 @@ func (p *packFile) offset(id []byte) int64 {
 // read gives the type and content of the object id (raw bytes), loose or
 // packed, checked against the id.
 func (r *objectReader) read(id []byte) (typ int, data []byte, err error) {
+	// A pack cut short since it was mapped faults (SIGBUS) where it is read
+	// past its new end: a panic recovered below, not a crash of rewind.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		// a damaged pack whose bounds the checks below missed, or cut short
+		if e := recover(); e != nil {
+			err = fmt.Errorf("object %x: a damaged pack: %v", id, e)
+		}
+	}()
 	if !r.opened {
 		if err := r.open(); err != nil {
 			return 0, nil, err
@@ -194,12 +204,6 @@ func (r *objectReader) read(id []byte) (typ int, data []byte, err error) {
 	if len(id) != r.idLen() {
 		return 0, nil, fmt.Errorf("an id of %d bytes", len(id))
 	}
-	defer func() {
-		// a damaged pack whose bounds the checks below missed
-		if e := recover(); e != nil {
-			err = fmt.Errorf("object %x: a damaged pack: %v", id, e)
-		}
-	}()
 	typ, data, err = r.find(id)
 	if err != nil {
 		return 0, nil, fmt.Errorf("object %x: %w", id, err)
