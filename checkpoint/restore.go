@@ -921,8 +921,9 @@ func (s *Store) write(ctx context.Context, staged gitexec.Shadow, v *targetView,
 	return s.checkout(ctx, staged, v.entries, checkout, done, total)
 }
 
-// beforeInPlace runs before a restore opens a file to write it in place.
-// (A test changes the file there meanwhile.)
+// beforeInPlace runs before a restore opens a file to write it in place,
+// after its parents were looked at. (A test changes the file or a parent
+// there meanwhile.)
 var beforeInPlace = func(string) {}
 
 // rewriteInPlace writes r's content into the file there, if that is still a
@@ -931,11 +932,11 @@ var beforeInPlace = func(string) {}
 // write that fails midway reports false too, and checkout-index writes the
 // file anew.
 func (s *Store) rewriteInPlace(r rewrite) bool {
-	beforeInPlace(r.path)
 	full, err := s.inside(r.path)
 	if err != nil {
 		return false
 	}
+	beforeInPlace(r.path)
 	f, err := os.OpenFile(full, os.O_WRONLY|syscallNoFollow, 0)
 	if err != nil {
 		return false

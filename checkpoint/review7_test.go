@@ -60,3 +60,59 @@ func objectReaderPackCutShort(t *testing.T) {
 		t.Logf("an error, as it should be: %v", err)
 	}
 }
+
+// A parent directory of a file the restore writes in place, replaced by a
+// symlink to a directory outside the work tree after the restore looked at
+// the parents and before it opens the file, never has the restore write
+// through it: the file of the same name outside keeps its content, and the
+// restore leaves the work tree the checkpoint's.
+func TestRestoreInPlaceParentSwappedForSymlink(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	sub := filepath.Join(wt, "sub")
+	a := filepath.Join(sub, "a.txt")
+	mustWrite(t, a, "target\n")
+	if err := os.Chmod(a, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, CreateOptions{Reason: "target", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	target := listing(t, wt, true)
+	mustWrite(t, a, "changed since\n")
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "a.txt")
+	mustWrite(t, secret, "outside\n")
+	if err := os.Chmod(secret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	called := 0
+	beforeInPlace = func(p string) {
+		called++
+		if p != "sub/a.txt" {
+			return
+		}
+		// the real directory goes away, a symlink to outside takes its name
+		if err := os.Rename(sub, filepath.Join(t.TempDir(), "moved")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, sub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() { beforeInPlace = func(string) {} }()
+	if _, err := s.Restore(ctx, "target", RestoreOptions{}); err != nil {
+		t.Logf("restore: %v", err)
+	}
+	if called != 1 {
+		t.Fatalf("%d files written in place, want sub/a.txt", called)
+	}
+	if got, _ := os.ReadFile(secret); string(got) != "outside\n" {
+		t.Errorf("the restore wrote %q into a file outside the work tree, through a symlinked parent", got)
+	}
+	if fi, err := os.Lstat(sub); err != nil || fi.Mode()&os.ModeSymlink != 0 {
+		t.Errorf("sub is still a symlink after the restore (%v)", err)
+	} else if d := diffMaps(target, listing(t, wt, true)); d != "" {
+		t.Errorf("the restore is not exact: %s", d)
+	}
+}
