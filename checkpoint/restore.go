@@ -932,12 +932,13 @@ var beforeInPlace = func(string) {}
 // write that fails midway reports false too, and checkout-index writes the
 // file anew.
 func (s *Store) rewriteInPlace(r rewrite) bool {
-	full, err := s.inside(r.path)
-	if err != nil {
+	if _, err := s.inside(r.path); err != nil {
 		return false
 	}
 	beforeInPlace(r.path)
-	f, err := os.OpenFile(full, os.O_WRONLY|syscallNoFollow, 0)
+	// Opened a name at a time: a parent swapped for a symlink since inside
+	// looked fails the open, never leads it outside the work tree.
+	f, err := openBeneath(s.WorkTree, r.path, os.O_WRONLY|syscallNoFollow)
 	if err != nil {
 		return false
 	}
@@ -950,6 +951,36 @@ func (s *Store) rewriteInPlace(r rewrite) bool {
 		return false
 	}
 	return f.Truncate(int64(len(r.data))) == nil && f.Close() == nil
+}
+
+// openBeneath opens the file rel (slash-separated, below root) with flag,
+// opening each directory on the way by its name in the one above without
+// following a symlink, and the file itself without following one either.
+func openBeneath(root, rel string, flag int) (*os.File, error) {
+	names := strings.Split(rel, "/")
+	for _, n := range names {
+		if n == "" || n == "." || n == ".." {
+			return nil, fmt.Errorf("%s: not a path below the work tree", rel)
+		}
+	}
+	dir, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names[:len(names)-1] {
+		next, err := unix.Openat(dir, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(dir)
+		if err != nil {
+			return nil, err
+		}
+		dir = next
+	}
+	fd, err := unix.Openat(dir, names[len(names)-1], flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	unix.Close(dir)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(root, filepath.FromSlash(rel))), nil
 }
 
 // unlinkWrites deletes the files and symlinks checkout-index is about to
