@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -116,3 +117,84 @@ func TestRestoreInPlaceParentSwappedForSymlink(t *testing.T) {
 		t.Errorf("the restore is not exact: %s", d)
 	}
 }
+
+// The base trees read from the store's files are those cat-file gives, for
+// edits under names that are prefixes of others (a, a-b, a.b, a0, a/), a
+// name that is a file, a symlink or a submodule in the base, and a
+// directory below a directory.
+func TestBaseTreesDirectLikeCatFile(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	mustWrite(t, filepath.Join(wt, "f"), "f\n")
+	made, err := s.Create(ctx, CreateOptions{Reason: "init", Source: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(entries ...string) string {
+		t.Helper()
+		out, err := s.git().RunInput(ctx, strings.NewReader(strings.Join(entries, "\n")+"\n"), "mktree", "--missing")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	blob := strings.TrimSpace(rgitDir(t, s, "rev-parse", made.Checkpoint.Tree+":f"))
+	commit := "1234567890123456789012345678901234567890"
+	leaf := mk("100644 blob " + blob + "\tf")
+	deep := mk("040000 tree "+leaf+"\tx", "100644 blob "+blob+"\tx-y")
+	base := mk(
+		"040000 tree "+deep+"\ta",
+		"040000 tree "+leaf+"\ta-b",
+		"100644 blob "+blob+"\ta.b",
+		"040000 tree "+leaf+"\ta0",
+		"100644 blob "+blob+"\tfile",
+		"120000 blob "+blob+"\tlink",
+		"160000 commit "+commit+"\tsub",
+		"040000 tree "+leaf+"\tsub.d",
+	)
+	edits := func() *treeEdit {
+		root := &treeEdit{}
+		for _, p := range []string{"a/x/new", "a/x-y/new", "a/new", "a-b/new", "a.b/new", "a0/f", "file/new", "link/new", "sub/new", "sub.d/new", "none/deeper/new"} {
+			root.below(p)
+		}
+		return root
+	}
+	var dump func(e *treeEdit, path string, out *[]string)
+	dump = func(e *treeEdit, path string, out *[]string) {
+		names := []string{}
+		for _, b := range e.base {
+			names = append(names, b.mode+" "+b.name+" "+hex.EncodeToString(b.id))
+		}
+		*out = append(*out, path+" "+e.baseID+" ["+strings.Join(names, ", ")+"]")
+		keys := []string{}
+		for k := range e.sub {
+			keys = append(keys, k)
+		}
+		sortStrings(keys)
+		for _, k := range keys {
+			dump(e.sub[k], path+"/"+k, out)
+		}
+	}
+	direct := edits()
+	n, err := s.readBaseTreesDirect(base, direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 6 { // the root, a, a/x, a-b, a0, sub.d
+		t.Errorf("%d trees read, want 6", n)
+	}
+	defer func(was bool) { readTreesDirect = was }(readTreesDirect)
+	readTreesDirect = false
+	asked := edits()
+	if err := s.readBaseTrees(ctx, base, asked); err != nil {
+		t.Fatal(err)
+	}
+	var got, want []string
+	dump(direct, "", &got)
+	dump(asked, "", &want)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("read from the store's files (%d trees):\n%s\ncat-file:\n%s", n, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func sortStrings(s []string) { sort.Strings(s) }
