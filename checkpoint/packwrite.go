@@ -417,7 +417,10 @@ func gitObjectID(typ int, data []byte, sha256Format bool) []byte {
 // message and rewind's identity at date, as git commit-tree writes it (the
 // same bytes, the same id): a git process less on every checkpoint's path.
 // It is a loose object, written before the ref that names it and, as git
-// writes one by default, without an fsync.
+// writes one by default, without an fsync. A message that is not UTF-8 (a
+// branch name's bytes in its trailer) is the one difference: git takes it
+// for Latin-1 and rewrites it, rewind keeps its bytes, so that the branch
+// reads back as the project names it.
 func (s *Store) writeCommit(tree, message string, date time.Time) (string, error) {
 	if strings.IndexByte(message, 0) >= 0 {
 		return "", errors.New("a commit message cannot hold a NUL byte")

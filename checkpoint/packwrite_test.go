@@ -349,5 +349,15 @@ func TestWriteCommitLikeGit(t *testing.T) {
 		if _, err := s.writeCommit(tree, "nul\x00byte", time.Unix(0, 0)); err == nil {
 			t.Error("a message with a NUL byte was written")
 		}
+		// A branch name that is not UTF-8 keeps its bytes (git would take
+		// them for Latin-1), and reads back as it is.
+		odd := "x | 2026-01-02T03:04:05Z | t\n\nRewind-Branch: caf\xe9\n"
+		id, err := s.writeCommit(tree, odd, time.Unix(0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if raw, err := s.git().Run(ctx, "cat-file", "commit", id); err != nil || !strings.HasSuffix(string(raw), odd) {
+			t.Errorf("the commit holds %q (%v), want it to end with %q", raw, err, odd)
+		}
 	}
 }
