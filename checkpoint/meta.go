@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -358,7 +359,7 @@ func (s *Store) readBlobs(ctx context.Context, ids []string) ([][]byte, error) {
 // keys of keep is kept there, up to room bytes in all; past it their values
 // stay nil.
 func (s *Store) readObjects(ctx context.Context, ids []string, keep map[string][]byte, room int64) error {
-	if len(ids) == 0 {
+	if len(ids) == 0 || s.readObjectsDirect(ids, keep, room) {
 		return nil
 	}
 	list := strings.Join(ids, "\n") + "\n"
@@ -371,6 +372,41 @@ func (s *Store) readObjects(ctx context.Context, ids []string, keep map[string][
 		return fmt.Errorf("the store cannot read what the checkpoint holds (nothing was changed): %w", err)
 	}
 	return nil
+}
+
+// readObjectsDirect is readObjects by reading the store's files (see
+// objectReader), each object checked against its id, within room bytes
+// (and as many again for the deltas and bases on their way) in all. It
+// reports false, keeping nothing, when it cannot read one (missing,
+// damaged, not a blob, past the room): then cat-file reads them and says
+// why.
+func (s *Store) readObjectsDirect(ids []string, keep map[string][]byte, room int64) bool {
+	r := newObjectReader(filepath.Join(s.gitDir(), "objects"), len(ids[0]) == 64)
+	r.budget = 2 * room
+	defer r.close()
+	for _, id := range ids {
+		raw, err := hex.DecodeString(id)
+		var typ int
+		var data []byte
+		if err == nil {
+			typ, data, err = r.read(raw)
+		}
+		if err == nil && typ != packBlob {
+			err = fmt.Errorf("%s is not a blob", id)
+		}
+		if err != nil {
+			s.warnTrace("objects to write: %v; asking git", err)
+			for k := range keep {
+				keep[k] = nil
+			}
+			return false
+		}
+		if got, want := keep[id]; want && got == nil && int64(len(data)) <= room {
+			room -= int64(len(data))
+			keep[id] = data
+		}
+	}
+	return true
 }
 
 // batchCheck reads cat-file --batch output as it comes, keeping the first

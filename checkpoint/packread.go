@@ -40,6 +40,9 @@ type objectReader struct {
 	opened bool
 	depth  int           // of bases by id being read (a damaged pack may loop)
 	z      io.ReadCloser // a zlib reader, reset for each object
+	// budget, unless negative, bounds the bytes the reader makes (objects,
+	// and the deltas and bases on their way): past it a read is an error.
+	budget int64
 }
 
 // packFile is a pack and its index, mapped into memory while the reader is
@@ -56,7 +59,19 @@ type packed struct {
 }
 
 func newObjectReader(objectsDir string, sha256Format bool) *objectReader {
-	return &objectReader{dir: objectsDir, sha256: sha256Format}
+	return &objectReader{dir: objectsDir, sha256: sha256Format, budget: -1}
+}
+
+// charge takes n bytes off the budget.
+func (r *objectReader) charge(n int64) error {
+	if r.budget < 0 {
+		return nil
+	}
+	if n > r.budget {
+		return errors.New("objects larger than the reader may hold")
+	}
+	r.budget -= n
+	return nil
 }
 
 // open maps the packs, the newest first (where a base tree of a recent
@@ -240,11 +255,18 @@ func (r *objectReader) loose(id []byte) (int, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	raw, err := io.ReadAll(z)
+	var from io.Reader = z
+	if r.budget >= 0 {
+		from = io.LimitReader(z, 64+r.budget+1) // the header, the budget and a byte past it
+	}
+	raw, err := io.ReadAll(from)
 	if err != nil {
 		return 0, nil, err
 	}
 	head, data, ok := bytes.Cut(raw, []byte{0})
+	if err := r.charge(int64(len(data))); err != nil {
+		return 0, nil, err
+	}
 	name, size, _ := strings.Cut(string(head), " ")
 	typ := map[string]int{"commit": packCommit, "tree": packTree, "blob": packBlob, "tag": 4}[name]
 	if !ok || typ == 0 || size != fmt.Sprint(len(data)) {
@@ -318,6 +340,9 @@ func (r *objectReader) unpack(p *packFile, off int64) (packed, error) {
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
 		data, err := applyDelta(base.data, deltas[i])
+		if err == nil {
+			err = r.charge(int64(len(data)))
+		}
 		if err != nil {
 			return packed{}, err
 		}
@@ -369,6 +394,9 @@ func ofsDeltaOffset(b []byte) (int64, int) {
 func (r *objectReader) inflate(b []byte, size int64) ([]byte, error) {
 	if size > int64(len(b))*1032+64 {
 		return nil, errors.New("a size its compressed data cannot hold")
+	}
+	if err := r.charge(size); err != nil {
+		return nil, err
 	}
 	var err error
 	if r.z == nil {

@@ -87,6 +87,15 @@ func TestObjectReaderLikeGit(t *testing.T) {
 			if [...]string{packCommit: "commit", packTree: "tree", packBlob: "blob", 4: "tag"}[gotTyp] != typ || !bytes.Equal(got, want) {
 				t.Errorf("%s: read a %d of %d bytes, git gives a %s of %d", id, gotTyp, len(got), typ, len(want))
 			}
+			// a reader that may hold a byte less than the object refuses it
+			if len(want) > 0 {
+				small := newObjectReader(r.dir, r.sha256)
+				small.budget = int64(len(want)) - 1
+				if _, _, err := small.read(raw); err == nil {
+					t.Errorf("%s: %d bytes read with a budget of %d", id, len(want), small.budget)
+				}
+				small.close()
+			}
 		}
 		r.close()
 		t.Logf("objects by how they are stored (-1 loose): %v", kinds)

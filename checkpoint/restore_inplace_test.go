@@ -4,9 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/rewind-cli/rewind/gitexec"
 	"golang.org/x/sys/unix"
 )
 
@@ -102,6 +104,55 @@ func TestRestoreWritesInPlace(t *testing.T) {
 			}
 			if !tc.inPlace && (after.Nlink != 1 || sameDir) {
 				t.Errorf("written in place (its directory's mtime the same: %v), %d links after", sameDir, after.Nlink)
+			}
+		})
+	}
+}
+
+// The objects a restore writes are read from the store's files, or (past
+// the room, or when one cannot be read so) by cat-file: both ways the files
+// come back exactly, in place as far as the room holds their content.
+func TestRestoreReadsObjectsBothWays(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		room    int64
+		direct  bool
+		inPlace int
+	}{
+		{"from the store's files", 32 << 20, true, 3},
+		{"some content past the room", 30, true, 1},
+		{"by cat-file, past the reader's budget", 4, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func(n int64) { heldBytesMax = n }(heldBytesMax)
+			heldBytesMax = tc.room
+			ctx := context.Background()
+			s, wt := newStore(t)
+			for _, f := range []string{"a.txt", "b.txt", "c.txt"} {
+				mustWrite(t, filepath.Join(wt, f), f+" at the target\n")
+			}
+			if _, err := s.Create(ctx, CreateOptions{Reason: "target", Source: "t"}); err != nil {
+				t.Fatal(err)
+			}
+			target := listing(t, wt, true)
+			for _, f := range []string{"a.txt", "b.txt", "c.txt"} {
+				mustWrite(t, filepath.Join(wt, f), "changed\n")
+			}
+			inPlace := 0
+			beforeInPlace = func(string) { inPlace++ }
+			defer func() { beforeInPlace = func(string) {} }()
+			var trace strings.Builder
+			gitexec.Trace = &trace
+			_, err := s.Restore(ctx, "target", RestoreOptions{})
+			gitexec.Trace = nil
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := diffMaps(target, listing(t, wt, true)); d != "" {
+				t.Errorf("the restore is not exact: %s", d)
+			}
+			if direct := !strings.Contains(trace.String(), "objects to write:"); direct != tc.direct || inPlace != tc.inPlace {
+				t.Errorf("read from the files: %v, %d in place; want %v, %d\n%s", direct, inPlace, tc.direct, tc.inPlace, trace.String())
 			}
 		})
 	}
