@@ -339,10 +339,7 @@ func (r *objectReader) unpack(p *packFile, off int64) (packed, error) {
 		return packed{}, errors.New("a delta chain too long")
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
-		data, err := applyDelta(base.data, deltas[i])
-		if err == nil {
-			err = r.charge(int64(len(data)))
-		}
+		data, err := applyDelta(base.data, deltas[i], r.charge)
 		if err != nil {
 			return packed{}, err
 		}
@@ -416,7 +413,9 @@ func (r *objectReader) inflate(b []byte, size int64) ([]byte, error) {
 
 // applyDelta makes an object from base and a git delta: the sizes of the
 // base and of the result, then copies from the base and inserted bytes.
-func applyDelta(base, delta []byte) ([]byte, error) {
+// The result's size is charged before it is made: a delta of a few bytes
+// may say 65536 times as many.
+func applyDelta(base, delta []byte, charge func(int64) error) ([]byte, error) {
 	varint := func() (int, bool) {
 		v, shift := 0, 0
 		for len(delta) > 0 && shift < 63 {
@@ -435,6 +434,9 @@ func applyDelta(base, delta []byte) ([]byte, error) {
 	size, ok2 := varint()
 	if !ok1 || !ok2 || from != len(base) || size > len(delta)*0x10000+len(base) {
 		return nil, damaged
+	}
+	if err := charge(int64(size)); err != nil {
+		return nil, err
 	}
 	out := make([]byte, 0, size)
 	for len(delta) > 0 {
