@@ -3,13 +3,17 @@ package checkpoint
 import (
 	"bytes"
 	"compress/zlib"
+	"context"
 	"crypto/sha1"
 	"encoding/binary"
 	"encoding/hex"
+	"github.com/rewind-cli/rewind/gitexec"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -85,5 +89,42 @@ func TestReview8DeltaBombWithinBudget(t *testing.T) {
 	}
 	if made := after.TotalAlloc - before.TotalAlloc; made > 4*budget {
 		t.Errorf("refusing a blob past a budget of %d bytes, the reader made %d bytes (%v)", budget, made, err)
+	}
+}
+
+// Read from the store's files, an empty blob and one blob at two paths are
+// written in place as cat-file's content would be: exactly, all three.
+func TestReview8EmptyAndSharedBlobsInPlace(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	files := map[string]string{"empty.txt": "", "one.txt": "same\n", "d/two.txt": "same\n"}
+	for f, c := range files {
+		mustWrite(t, filepath.Join(wt, f), c)
+	}
+	if _, err := s.Create(ctx, CreateOptions{Reason: "target", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	target := listing(t, wt, true)
+	for f := range files {
+		mustWrite(t, filepath.Join(wt, f), "changed "+f+"\n")
+	}
+	inPlace := 0
+	beforeInPlace = func(string) { inPlace++ }
+	defer func() { beforeInPlace = func(string) {} }()
+	var trace strings.Builder
+	gitexec.Trace = &trace
+	_, err := s.Restore(ctx, "target", RestoreOptions{})
+	gitexec.Trace = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(trace.String(), "cat-file --batch\n") || strings.Contains(trace.String(), "asking git") {
+		t.Errorf("the objects were read by cat-file:\n%s", trace.String())
+	}
+	if inPlace != len(files) {
+		t.Errorf("%d of %d files written in place", inPlace, len(files))
+	}
+	if got := listing(t, wt, true); !reflect.DeepEqual(got, target) {
+		t.Errorf("restored %v, want %v", got, target)
 	}
 }
