@@ -156,3 +156,20 @@ func damaged(t *testing.T, s *Store, all []string, answers []byte) {
 		r.close()
 	}
 }
+
+// Past its budget the import's reading of the base trees from the store's
+// files gives way to cat-file, and the checkpoint is git's all the same.
+func TestBaseTreesPastBudget(t *testing.T) {
+	needPreimport(t)
+	defer func(n int64) { baseTreesBudget = n }(baseTreesBudget)
+	baseTreesBudget = 10
+	s, wt := settledStore(t, tenFiles(t))
+	mustWrite(t, filepath.Join(wt, "d0/f0.txt"), "changed\n")
+	made, trace := traceCreate(t, s, "past the budget")
+	if !strings.Contains(trace, "objects larger than the reader may hold; asking git") || strings.Contains(trace, "ignored: import") {
+		t.Errorf("the base trees were not read by cat-file, or the import gave up:\n%s", trace)
+	}
+	if want := freshTree(t, wt); made.Checkpoint.Tree != want {
+		t.Fatalf("tree %s, a fresh store's %s", made.Checkpoint.Tree, want)
+	}
+}

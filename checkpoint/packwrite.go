@@ -141,6 +141,11 @@ func (s *Store) readBaseTrees(ctx context.Context, base string, root *treeEdit) 
 // readTreesDirect is off in tests of cat-file's way.
 var readTreesDirect = true
 
+// baseTreesBudget bounds what readBaseTreesDirect reads: far above the
+// trees of a change (all the trees of a million files are about 45 MB);
+// past it cat-file reads them.
+var baseTreesBudget int64 = 1 << 30
+
 // readBaseTreesDirect is readBaseTrees by reading the store's packs and
 // loose objects (objectReader), walking down from base by the ids of the
 // trees read: it reports how many it read. An error leaves the trees it
@@ -151,6 +156,7 @@ func (s *Store) readBaseTreesDirect(base string, root *treeEdit) (int, error) {
 		return 0, fmt.Errorf("the base %q", base)
 	}
 	r := newObjectReader(filepath.Join(s.gitDir(), "objects"), len(id) == 32)
+	r.budget = baseTreesBudget // a damaged store's sizes must not take all memory
 	defer r.close()
 	read := 0
 	var walk func(e *treeEdit, id []byte) error
