@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 
@@ -223,7 +224,7 @@ func (r *objectReader) read(id []byte) (typ int, data []byte, err error) {
 	if err != nil {
 		return 0, nil, fmt.Errorf("object %x: %w", id, err)
 	}
-	if typ < packCommit || typ > 4 || !bytes.Equal(gitObjectID(typ, data, r.sha256), id) {
+	if typ < packCommit || typ > packTag || !bytes.Equal(gitObjectID(typ, data, r.sha256), id) {
 		return 0, nil, fmt.Errorf("object %x: what the store holds under it is not it", id)
 	}
 	return typ, data, nil
@@ -268,8 +269,8 @@ func (r *objectReader) loose(id []byte) (int, []byte, error) {
 		return 0, nil, err
 	}
 	name, size, _ := strings.Cut(string(head), " ")
-	typ := map[string]int{"commit": packCommit, "tree": packTree, "blob": packBlob, "tag": 4}[name]
-	if !ok || typ == 0 || size != fmt.Sprint(len(data)) {
+	typ := slices.Index(objectTypes[:], name)
+	if !ok || typ < packCommit || size != fmt.Sprint(len(data)) {
 		return 0, nil, errors.New("a damaged loose object")
 	}
 	return typ, data, nil
@@ -292,7 +293,7 @@ func (r *objectReader) unpack(p *packFile, off int64) (packed, error) {
 			return packed{}, err
 		}
 		switch typ {
-		case packCommit, packTree, packBlob, 4:
+		case packCommit, packTree, packBlob, packTag:
 			data, err := r.inflate(p.pack[body:], size)
 			if err != nil {
 				return packed{}, err

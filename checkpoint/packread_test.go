@@ -56,6 +56,7 @@ func TestObjectReaderLikeGit(t *testing.T) {
 		mustWrite(t, filepath.Join(wt, "loose.txt"), "loose\n")
 		rgitDir(t, s, "add", "-f", "loose.txt")
 		rgitDir(t, s, "write-tree")
+		rgitDir(t, s, "tag", "-a", "-m", "a tag", "t1", first) // and a tag
 
 		all := strings.Fields(rgitDir(t, s, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)"))
 		out, err := s.git().RunInput(ctx, strings.NewReader(strings.Join(all, "\n")+"\n"), "cat-file", "--batch")
@@ -84,7 +85,7 @@ func TestObjectReaderLikeGit(t *testing.T) {
 				t.Errorf("%s: %v", id, err)
 				continue
 			}
-			if [...]string{packCommit: "commit", packTree: "tree", packBlob: "blob", 4: "tag"}[gotTyp] != typ || !bytes.Equal(got, want) {
+			if objectTypes[gotTyp] != typ || !bytes.Equal(got, want) {
 				t.Errorf("%s: read a %d of %d bytes, git gives a %s of %d", id, gotTyp, len(got), typ, len(want))
 			}
 			// a reader that may hold a byte less than the object refuses it

@@ -34,6 +34,7 @@ const (
 	packCommit = 1
 	packTree   = 2
 	packBlob   = 3
+	packTag    = 4
 )
 
 // treeEdit is what a capture changes at one name of a directory: a file
@@ -405,10 +406,13 @@ func init() {
 	}
 }
 
+// objectTypes names the types of objects as git spells them.
+var objectTypes = [...]string{packCommit: "commit", packTree: "tree", packBlob: "blob", packTag: "tag"}
+
 // objectHeader is what git hashes (and a loose object holds) before an
 // object's content.
 func objectHeader(typ int, size int) string {
-	return fmt.Sprintf("%s %d\x00", [...]string{packCommit: "commit", packTree: "tree", packBlob: "blob"}[typ], size)
+	return fmt.Sprintf("%s %d\x00", objectTypes[typ], size)
 }
 
 // gitObjectID is git's id of an object of type typ holding data.
