@@ -138,22 +138,29 @@ func TestRestoreReadsObjectsBothWays(t *testing.T) {
 			for _, f := range []string{"a.txt", "b.txt", "c.txt"} {
 				mustWrite(t, filepath.Join(wt, f), "changed\n")
 			}
-			inPlace := 0
-			beforeInPlace = func(string) { inPlace++ }
-			defer func() { beforeInPlace = func(string) {} }()
-			var trace strings.Builder
-			gitexec.Trace = &trace
-			_, err := s.Restore(ctx, "target", RestoreOptions{})
-			gitexec.Trace = nil
-			if err != nil {
-				t.Fatal(err)
-			}
+			inPlace, trace := traceRestore(t, s, "target")
 			if d := diffMaps(target, listing(t, wt, true)); d != "" {
 				t.Errorf("the restore is not exact: %s", d)
 			}
-			if direct := !strings.Contains(trace.String(), "objects to write:"); direct != tc.direct || inPlace != tc.inPlace {
-				t.Errorf("read from the files: %v, %d in place; want %v, %d\n%s", direct, inPlace, tc.direct, tc.inPlace, trace.String())
+			if direct := !strings.Contains(trace, "objects to write:"); direct != tc.direct || inPlace != tc.inPlace {
+				t.Errorf("read from the files: %v, %d in place; want %v, %d\n%s", direct, inPlace, tc.direct, tc.inPlace, trace)
 			}
 		})
 	}
+}
+
+// traceRestore restores ref with its trace, and counts the files it went to
+// write in place.
+func traceRestore(t *testing.T, s *Store, ref string) (inPlace int, trace string) {
+	t.Helper()
+	beforeInPlace = func(string) { inPlace++ }
+	defer func() { beforeInPlace = func(string) {} }()
+	var b strings.Builder
+	gitexec.Trace = &b
+	_, err := s.Restore(context.Background(), ref, RestoreOptions{})
+	gitexec.Trace = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inPlace, b.String()
 }

@@ -7,7 +7,6 @@ import (
 	"crypto/sha1"
 	"encoding/binary"
 	"encoding/hex"
-	"github.com/rewind-cli/rewind/gitexec"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,18 +107,9 @@ func TestReview8EmptyAndSharedBlobsInPlace(t *testing.T) {
 	for f := range files {
 		mustWrite(t, filepath.Join(wt, f), "changed "+f+"\n")
 	}
-	inPlace := 0
-	beforeInPlace = func(string) { inPlace++ }
-	defer func() { beforeInPlace = func(string) {} }()
-	var trace strings.Builder
-	gitexec.Trace = &trace
-	_, err := s.Restore(ctx, "target", RestoreOptions{})
-	gitexec.Trace = nil
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(trace.String(), "cat-file --batch\n") || strings.Contains(trace.String(), "asking git") {
-		t.Errorf("the objects were read by cat-file:\n%s", trace.String())
+	inPlace, trace := traceRestore(t, s, "target")
+	if strings.Contains(trace, "cat-file --batch\n") || strings.Contains(trace, "asking git") {
+		t.Errorf("the objects were read by cat-file:\n%s", trace)
 	}
 	if inPlace != len(files) {
 		t.Errorf("%d of %d files written in place", inPlace, len(files))
