@@ -829,7 +829,7 @@ func (s *Store) prepareWrites(ctx context.Context, g gitexec.Shadow, target *Che
 		e := v.entries[p]
 		id := entryID(e)
 		ids = append(ids, id)
-		if perm, ok := s.inPlacePerm(target, p, e); ok {
+		if perm, ok := inPlacePerm(target, p, e); ok {
 			if st, err := s.lstatInside(p); err == nil && inPlace(st, perm) {
 				w.rewrite = append(w.rewrite, rewrite{path: p, perm: perm})
 				content[id] = nil
@@ -866,7 +866,7 @@ func (s *Store) prepareWrites(ctx context.Context, g gitexec.Shadow, target *Che
 // inPlacePerm is the bits a file of entry e must have for a restore to
 // write it in place: those the checkpoint recorded for a regular file. A
 // checkpoint without recorded bits (an older one) has its files checked out.
-func (s *Store) inPlacePerm(target *Checkpoint, p, e string) (os.FileMode, bool) {
+func inPlacePerm(target *Checkpoint, p, e string) (os.FileMode, bool) {
 	if target.meta == nil || !strings.HasPrefix(e, "100") {
 		return 0, false
 	}
@@ -921,9 +921,8 @@ func (s *Store) write(ctx context.Context, staged gitexec.Shadow, v *targetView,
 	return s.checkout(ctx, staged, v.entries, checkout, done, total)
 }
 
-// beforeInPlace runs before a restore opens a file to write it in place,
-// after its parents were looked at. (A test changes the file or a parent
-// there meanwhile.)
+// beforeInPlace runs before a restore opens a file to write it in place.
+// (A test changes the file or a parent there meanwhile.)
 var beforeInPlace = func(string) {}
 
 // rewriteInPlace writes r's content into the file there, if that is still a
@@ -932,12 +931,10 @@ var beforeInPlace = func(string) {}
 // write that fails midway reports false too, and checkout-index writes the
 // file anew.
 func (s *Store) rewriteInPlace(r rewrite) bool {
-	if _, err := s.inside(r.path); err != nil {
-		return false
-	}
 	beforeInPlace(r.path)
-	// Opened a name at a time: a parent swapped for a symlink since inside
-	// looked fails the open, never leads it outside the work tree.
+	// Opened a name at a time, each without following a symlink: a parent
+	// that is one (or was swapped for one since prepareWrites looked) fails
+	// the open, never leads it outside the work tree.
 	f, err := openBeneath(s.WorkTree, r.path, os.O_WRONLY|syscallNoFollow)
 	if err != nil {
 		return false
