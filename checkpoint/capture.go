@@ -199,19 +199,27 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	// git tells (ls-files, diff-files), beside the listing.
 	g := s.git()
 	var h *held
-	var indexed, differ []byte
+	var indexed []byte
+	var differ []string // the index's files not as it holds them
 	var cached *statCache
 	var trusted, fine bool
 	var listing *listCache
 	var differWarn string
-	// git's diff-files (the lstat of every file, the longest step) runs
-	// beside the reading of the caches and the listing.
+	// The lstat of every file, the longest step, runs beside the listing:
+	// rewind's own (differFromCache) when the stat cache describes the
+	// index, else git's diff-files.
 	err := parallel(
-		func() (err error) {
-			differ, differWarn, err = g.RunWarn(ctx, "diff-files", "-z", "--name-only", "--no-ext-diff")
+		func() error {
+			if cached = s.readStatCache(); cached != nil && ownLook {
+				look := time.Now()
+				differ = s.differFromCache(cached)
+				gitexec.TraceStep(fmt.Sprintf("lstat of the index's %d files (%d not as the stat cache holds them)", len(cached.paths)-cached.held, len(differ)), look)
+				return nil
+			}
+			out, warn, err := g.RunWarn(ctx, "diff-files", "-z", "--name-only", "--no-ext-diff")
+			differ, differWarn = splitNul(out), warn
 			return err
 		},
-		func() error { cached = s.readStatCache(); return nil },
 		func() (err error) {
 			trusted, fine = s.dirCacheTrusted()
 			h, listing, err = s.hold(ctx, trusted)
@@ -279,7 +287,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		// files held by id, those unchanged get git's stat data (refresh):
 		// else git's diff-files would name ever more of them.
 		heldByID = func(i int) bool { return prior[i] != 0 && cached.byID[prior[i]-1] }
-		for _, p := range splitNul(differ) {
+		for _, p := range differ {
 			if i, ok := slices.BinarySearch(paths, p); ok && !heldByID(i) {
 				prior[i] = 0
 			}
@@ -297,7 +305,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 			listed[p] = true
 		}
 		changed := map[string]bool{}
-		for _, p := range splitNul(differ) {
+		for _, p := range differ {
 			changed[p] = true
 		}
 		known = func(int) (statKey, bool) { return statKey{}, false }

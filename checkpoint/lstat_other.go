@@ -26,3 +26,11 @@ func (dirStat) look(root, rel string) (fileLook, error) {
 	}
 	return fileLook{fi.Mode(), fi.Size(), keyOf(fi)}, nil
 }
+
+// ownLook is false here: lstat of a whole path follows a symlink above the
+// file, so the capture leaves the look to git's diff-files (see
+// differFromCache).
+const ownLook = false
+
+// openDirBeneath opens nothing here: no capture asks (ownLook).
+func openDirBeneath(string, string) (dirStat, bool) { return dirStat{}, false }

@@ -532,3 +532,57 @@ func rewriteCache(path string, data []byte) error {
 
 // statCacheOff makes every capture ask git (a test compares both ways).
 var statCacheOff = false
+
+// differFromCache is what git's diff-files would name of the index's paths,
+// told by rewind's own lstat of each file against what the cache holds of it
+// (c describes the index as it is): the files whose stat data is not the
+// cache's, gone ones and those it cannot look at included. A file the index
+// holds by id is left out, as the capture looks at each of those anyway.
+//
+// It spares a process and git's read of the whole index (at 20,000 files a
+// fifth of a checkpoint's time). It is as exact as git's look: a file whose
+// stat data is what the cache holds, to the nanosecond, is the file the index
+// hashed (see Exactness above), where git compares its own stat data, of
+// whole seconds. Each directory is opened without following a symlink on
+// the way, so a directory made a symlink names its files here, and the
+// capture's walk judges them.
+func (s *Store) differFromCache(c *statCache) []string {
+	type run struct {
+		dir        string
+		start, end int
+	} // c.paths[start:end] lie in dir
+	var runs []run
+	for i := 0; i < len(c.paths); {
+		d := dirOf(c.paths[i])
+		j := i + 1
+		for j < len(c.paths) && j-i < 256 && dirOf(c.paths[j]) == d {
+			j++
+		}
+		runs = append(runs, run{d, i, j})
+		i = j
+	}
+	differs := make([]bool, len(c.paths))
+	forEach(len(runs), func(r int) {
+		run := runs[r]
+		d, ok := openDirBeneath(s.WorkTree, run.dir)
+		defer d.close()
+		for i := run.start; i < run.end; i++ {
+			if c.byID[i] {
+				continue
+			}
+			if !ok {
+				differs[i] = true
+				continue
+			}
+			fi, err := d.look(s.WorkTree, c.paths[i])
+			differs[i] = err != nil || fi.key != c.keys[i]
+		}
+	})
+	var names []string
+	for i, p := range c.paths {
+		if differs[i] {
+			names = append(names, p)
+		}
+	}
+	return names
+}
