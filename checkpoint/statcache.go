@@ -26,7 +26,10 @@ import (
 // Any other index (rewritten by git, rebuilt, from a store without the cache)
 // makes the capture ask git as before, and write the cache anew.
 //
-// Exactness: a file's content cannot change without its ctime changing, and
+// Exactness: a file's content cannot change without its ctime changing (but
+// for a write through a shared mapping to a page already dirty, which the
+// kernel does not stamp until the page is written back: git's own look at
+// stat data misses it as well, and so does every capture), and
 // the capture never records a file whose status changed in or after the
 // second it began, nor in the tenth of a second before it (fileRacyCut: the
 // kernel's file times may lag the clock rewind reads); those leave the index
