@@ -5,6 +5,7 @@ package checkpoint
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -208,4 +209,27 @@ func TestReview9RandomDirEdits(t *testing.T) {
 		t.Error("no capture used the stat cache")
 	}
 	t.Logf("%d of 30 captures used the stat cache", used)
+}
+
+// TestReview9WorkTreeCopiedBack: the work tree moved aside and a copy of
+// it put in its place (times kept by the copy), one file rewritten at its
+// size first: the stat cache's data is of the files moved aside (their
+// inodes), and the checkpoint holds the copy.
+func TestReview9WorkTreeCopiedBack(t *testing.T) {
+	s, wt := settledStore(t, tenFiles(t))
+	aside := filepath.Join(t.TempDir(), "aside")
+	if err := os.Rename(wt, aside); err != nil {
+		t.Fatal(err)
+	}
+	rewriteSameSize(filepath.Join(aside, "d1/f4.txt"))
+	if out, err := exec.Command("cp", "-a", aside, wt).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	made, trace := traceCreate(t, s, "copied back")
+	if !strings.Contains(trace, "stat cache used: true") {
+		t.Error("the stat cache was not used")
+	}
+	if fresh := freshTree(t, wt); made.Checkpoint.Tree != fresh {
+		t.Fatalf("checkpoint %s, a fresh store's %s\n%s", made.Checkpoint.Tree, fresh, trace)
+	}
 }
