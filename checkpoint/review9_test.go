@@ -48,6 +48,16 @@ func TestReview9Scenarios(t *testing.T) {
 			os.Rename(filepath.Join(wt, "a"), filepath.Join(wt, "a.real"))
 			os.Symlink("a.real", filepath.Join(wt, "a"))
 		},
+		"symlink, parent's times set back": func(t *testing.T, wt string) {
+			fi, _ := os.Lstat(wt)
+			os.Rename(filepath.Join(wt, "a"), filepath.Join(wt, "a.real"))
+			os.Symlink("a.real", filepath.Join(wt, "a"))
+			os.Chtimes(wt, fi.ModTime(), fi.ModTime())
+		},
+		"same size, times set back": func(t *testing.T, wt string) {
+			rewriteSameSize(filepath.Join(wt, "a/b/c.txt"))
+			rewriteSameSize(filepath.Join(wt, "top"))
+		},
 		"middle symlink": func(t *testing.T, wt string) {
 			os.Rename(filepath.Join(wt, "a/b"), filepath.Join(wt, "b.real"))
 			os.Symlink("../b.real", filepath.Join(wt, "a/b"))
