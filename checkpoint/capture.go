@@ -808,25 +808,11 @@ func (s *Store) classify(paths []string, maxSize int64, known func(int) (statKey
 	}
 	parallel(fns...)
 	looks := slices.Concat(shares...) // indices into paths, in order
-	// Runs of those paths in one directory (git lists a directory's files
-	// together), of at most 256 so that a flat tree still spreads over the
-	// workers, each looked at through one descriptor of its directory. (A
-	// directory none of whose files is looked at needs no look either: git's
-	// diff-files takes a path below a symlink or a file for deleted.)
-	type run struct {
-		dir        string
-		start, end int // indices into looks
-	}
-	var runs []run
-	for i := 0; i < len(looks); {
-		d := dirOf(paths[looks[i]])
-		j := i + 1
-		for j < len(looks) && j-i < 256 && dirOf(paths[looks[j]]) == d {
-			j++
-		}
-		runs = append(runs, run{d, i, j})
-		i = j
-	}
+	// Each run of those paths in one directory looked at through one
+	// descriptor of it. (A directory none of whose files is looked at needs
+	// no look either: git's diff-files takes a path below a symlink or a file
+	// for deleted.)
+	runs := dirRuns(len(looks), func(i int) string { return paths[looks[i]] })
 	forEach(len(runs), func(r int) {
 		run := runs[r]
 		if s.notADir(run.dir) {
@@ -856,6 +842,29 @@ func (s *Store) classify(paths []string, maxSize int64, known func(int) (statKey
 		}
 	}
 	return keep, skipped, len(looks)
+}
+
+// dirRun is a run of paths in one directory: the start-th to the end-th.
+type dirRun struct {
+	dir        string
+	start, end int
+}
+
+// dirRuns cuts n paths in order (path(i) the i-th) into runs of one
+// directory each (git orders a directory's files together), of at most 256 so
+// that a flat tree still spreads over the workers that look at them.
+func dirRuns(n int, path func(int) string) []dirRun {
+	var runs []dirRun
+	for i := 0; i < n; {
+		d := dirOf(path(i))
+		j := i + 1
+		for j < n && j-i < 256 && dirOf(path(j)) == d {
+			j++
+		}
+		runs = append(runs, dirRun{d, i, j})
+		i = j
+	}
+	return runs
 }
 
 // dirOf is path.Dir of a path as git lists one (clean, relative), without

@@ -550,20 +550,7 @@ var statCacheOff = false
 // the way, so a directory made a symlink names its files here, and the
 // capture's walk judges them.
 func (s *Store) differFromCache(c *statCache) []string {
-	type run struct {
-		dir        string
-		start, end int
-	} // c.paths[start:end] lie in dir
-	var runs []run
-	for i := 0; i < len(c.paths); {
-		d := dirOf(c.paths[i])
-		j := i + 1
-		for j < len(c.paths) && j-i < 256 && dirOf(c.paths[j]) == d {
-			j++
-		}
-		runs = append(runs, run{d, i, j})
-		i = j
-	}
+	runs := dirRuns(len(c.paths), func(i int) string { return c.paths[i] })
 	differs := make([]bool, len(c.paths))
 	forEach(len(runs), func(r int) {
 		run := runs[r]
