@@ -731,7 +731,7 @@ var prewriteMin = 2000
 // one core, then finds every blob written and only hashes: the compression and
 // the writes, most of the cost, are shared out. It is only a head start: a
 // file gone or changed meanwhile is for that update-index to judge, so
-// failures here are ignored. Each share's blobs go into one pack (see
+// failures here are ignored. Each share's blobs go into packs (see
 // gitexec.Shadow.PackBlobs), so that a large store's later write-trees find
 // its blobs in memory rather than by a stat per loose file; the update-index
 // after it writes no blob of its own for these files, it finds them there.
@@ -754,7 +754,7 @@ func (s *Store) prewrite(ctx context.Context, files []verdict) {
 			continue
 		}
 		g := s.git()
-		g.PackBlobs = true // one pack per share, not a loose file per blob
+		g.PackBlobs = true // packs, not a loose file per blob
 		g.IndexFile = s.scratchFile(fmt.Sprintf("prewrite-index-%d", i))
 		// Leftovers of a rewind killed here; the store lock is held.
 		os.Remove(g.IndexFile)

@@ -3,10 +3,13 @@ package checkpoint
 import (
 	"context"
 	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rewind-cli/rewind/gitexec"
 )
@@ -93,6 +96,88 @@ func TestPrewritePacksBlobs(t *testing.T) {
 	}
 	if third.Checkpoint.Tree != second.Checkpoint.Tree {
 		t.Errorf("tree after prune %s, before %s", third.Checkpoint.Tree, second.Checkpoint.Tree)
+	}
+}
+
+// TestPrewritePackLimit: a large capture's blobs go into packs of at most
+// gitexec.BulkPackLimit bytes (git compares each new object of a pack with
+// every one before it, so one pack of many files is quadratic), and the
+// later captures' pack merges leave those packs as they are while they
+// merge their own: a first checkpoint's packs are never rewritten by a
+// small one, however many there are.
+func TestPrewritePackLimit(t *testing.T) {
+	if !gitexec.BulkCheckinPacks() {
+		t.Skip("this git writes the blobs of a bulk check-in loose")
+	}
+	needPreimport(t)
+	ctx := context.Background()
+	s, wt := newStore(t)
+	defer func(limit int64, n int) { gitexec.BulkPackLimit, packsMax, prewriteMin = limit, n, 2000 }(gitexec.BulkPackLimit, packsMax)
+	gitexec.BulkPackLimit, packsMax, prewriteMin = 16<<10, 2, 1
+	rnd := rand.New(rand.NewSource(1))
+	for i := 0; i < 200; i++ {
+		data := make([]byte, 1024) // random: it does not compress
+		rnd.Read(data)
+		mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/f%03d.bin", i%5, i)), string(data))
+	}
+	if _, err := s.Create(ctx, CreateOptions{Reason: "first", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	prewriteMin = 2000
+	packDir := filepath.Join(s.gitDir(), "objects", "pack")
+	first, _ := filepath.Glob(filepath.Join(packDir, "pack-*.pack"))
+	var large []string
+	for _, p := range first {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() > gitexec.BulkPackLimit {
+			t.Errorf("%s: %d bytes, over the limit of %d", filepath.Base(p), fi.Size(), gitexec.BulkPackLimit)
+		}
+		if fi.Size() >= gitexec.BulkPackLimit/2 {
+			large = append(large, p)
+		}
+	}
+	// 200 KiB of blobs in packs of 16 KiB: a dozen, one per CPU not full
+	if len(large) < 8 {
+		t.Fatalf("%d packs of at least half the limit after the first checkpoint (%d packs), want the blobs spread over many", len(large), len(first))
+	}
+	trees := map[string]string{}
+	for step := 0; step < 10; step++ {
+		time.Sleep(10 * time.Millisecond)
+		mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/f%03d.bin", step%5, step)), fmt.Sprint("step ", step))
+		made, err := s.Create(ctx, CreateOptions{Reason: fmt.Sprint("step ", step), Source: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		trees[made.Checkpoint.ID] = freshTree(t, wt)
+		now, _ := filepath.Glob(filepath.Join(packDir, "pack-*.pack"))
+		small := 0
+		for _, p := range now {
+			if fi, err := os.Stat(p); err == nil && fi.Size() < gitexec.BulkPackLimit/2 {
+				small++
+			}
+		}
+		for _, p := range large {
+			if _, err := os.Stat(p); err != nil {
+				t.Fatalf("step %d: a first checkpoint's large pack was merged: %v", step, err)
+			}
+		}
+		if small > packsMax+runtime.NumCPU() {
+			t.Fatalf("step %d: %d small packs, want them merged past %d", step, small, packsMax)
+		}
+	}
+	if out, err := s.git().Run(ctx, "fsck", "--strict", "--no-dangling"); err != nil {
+		t.Fatalf("fsck: %v %s", err, out)
+	}
+	for id, tree := range trees {
+		if _, err := s.Restore(ctx, id, RestoreOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := freshTree(t, wt); got != tree {
+			t.Fatalf("restored %s: tree %s, want %s", id, got, tree)
+		}
 	}
 }
 

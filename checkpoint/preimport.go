@@ -322,11 +322,12 @@ var packsMax = 8
 
 // consolidatePacks merges the store's small packs (one per capture that
 // preimport wrote) into larger ones, keeping every object they hold, once
-// there are more than packsMax of them. A pack of a packsMax-th of all the
-// packs' size or more (there are at most packsMax) is left as it is: a
-// first checkpoint's packs (one per CPU, of a like size) would otherwise all
-// be merged into one, once, at the cost of many checkpoints. A failure
-// costs only time.
+// there are more than packsMax of them. A large pack is left as it is: one
+// of a packsMax-th of all the packs' size or more (there are at most
+// packsMax), or of half a bulk check-in's limit or more (a first
+// checkpoint's, written by prewrite in packs of up to that size, as many as
+// its files fill). They would otherwise all be merged into one, once, at
+// the cost of many checkpoints. A failure costs only time.
 func (s *Store) consolidatePacks(ctx context.Context) {
 	packs, _ := filepath.Glob(filepath.Join(s.gitDir(), "objects", "pack", "pack-*.pack"))
 	if len(packs) <= packsMax || !gitexec.AtLeast(geometricVersion) {
@@ -343,7 +344,7 @@ func (s *Store) consolidatePacks(ctx context.Context) {
 	args := []string{"repack", "-d", "-q", "--geometric=2"}
 	small := 0
 	for i, p := range packs {
-		if sizes[i]*int64(packsMax) >= total {
+		if largePack(sizes[i], total) {
 			args = append(args, "--keep-pack="+filepath.Base(p))
 		} else {
 			small++
@@ -356,6 +357,12 @@ func (s *Store) consolidatePacks(ctx context.Context) {
 	if _, err := s.git().Run(ctx, args...); err != nil {
 		s.warnTrace("repack: %v", err)
 	}
+}
+
+// largePack reports whether consolidatePacks leaves a pack of size bytes,
+// of total in all, as it is.
+func largePack(size, total int64) bool {
+	return size*int64(packsMax) >= total || size >= gitexec.BulkPackLimit/2
 }
 
 // readRegularNoFollow is readNoFollow of a file that must still be a

@@ -62,9 +62,9 @@ func TestPreimportWritesOnePack(t *testing.T) {
 				t.Errorf("step %d: %d new loose objects beside the pack", step, got)
 			}
 		}
-		// the rule of consolidatePacks: at most packsMax packs each under a
-		// packsMax-th of all the packs' size (the others, at most packsMax
-		// of them, are a first checkpoint's, one per CPU)
+		// the rule of consolidatePacks: at most packsMax small packs (the
+		// others, of these few files at most packsMax of them, are a first
+		// checkpoint's, one per CPU)
 		packs, _ := filepath.Glob(filepath.Join(s.gitDir(), "objects", "pack", "pack-*.pack"))
 		var sizes []int64
 		var total int64
@@ -77,7 +77,7 @@ func TestPreimportWritesOnePack(t *testing.T) {
 		}
 		small := 0
 		for _, size := range sizes {
-			if size*int64(packsMax) < total {
+			if !largePack(size, total) {
 				small++
 			}
 		}

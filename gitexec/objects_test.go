@@ -34,6 +34,9 @@ func TestPackBlobsSetting(t *testing.T) {
 		if got := strings.Contains(args, "core.bigFileThreshold=1"); got != want {
 			t.Errorf("PackBlobs %v on git %s: bigFileThreshold set %v, want %v", pack, gitVersion, got, want)
 		}
+		if got := strings.Contains(args, "pack.packSizeLimit=16777216"); got != want {
+			t.Errorf("PackBlobs %v on git %s: packSizeLimit set %v, want %v", pack, gitVersion, got, want)
+		}
 	}
 	if atLeast("2.36.9", bulkCheckinVersion) || !atLeast("2.37.0", bulkCheckinVersion) {
 		t.Errorf("the bulk check-in version boundary is not 2.37")
