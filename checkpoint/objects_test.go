@@ -171,14 +171,7 @@ func TestPrewritePackLimit(t *testing.T) {
 	if out, err := s.git().Run(ctx, "fsck", "--strict", "--no-dangling"); err != nil {
 		t.Fatalf("fsck: %v %s", err, out)
 	}
-	for id, tree := range trees {
-		if _, err := s.Restore(ctx, id, RestoreOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if got := freshTree(t, wt); got != tree {
-			t.Fatalf("restored %s: tree %s, want %s", id, got, tree)
-		}
-	}
+	restoreEach(t, s, wt, trees)
 }
 
 // TestPrewriteKilledLeavesNoHarm: a rewind killed while git wrote a prewrite

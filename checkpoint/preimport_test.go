@@ -91,8 +91,15 @@ func TestPreimportWritesOnePack(t *testing.T) {
 	if out, err := s.git().Run(ctx, "fsck", "--no-dangling", "--connectivity-only"); err != nil {
 		t.Fatalf("fsck: %v\n%s", err, out)
 	}
+	restoreEach(t, s, wt, trees)
+}
+
+// restoreEach restores each checkpoint of trees (by id) and checks that the
+// work tree wt then holds its tree, as a fresh store would take it.
+func restoreEach(t *testing.T, s *Store, wt string, trees map[string]string) {
+	t.Helper()
 	for id, tree := range trees {
-		if _, err := s.Restore(ctx, id, RestoreOptions{}); err != nil {
+		if _, err := s.Restore(context.Background(), id, RestoreOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := freshTree(t, wt); got != tree {
