@@ -217,10 +217,15 @@ func (s *w1Set) first() (rw, git result) {
 	return rs[0], rs[1]
 }
 
-// firstUntimed sets up the first checkpoint and the first commit.
+// firstUntimed sets up the first checkpoint and the first commit, once,
+// and says what each took (no row: one run, not interleaved rounds).
 func (s *w1Set) firstUntimed() {
+	start := time.Now()
 	w1Run(s.b, s.treeR, s.rwEnv, s.create("first")...)
+	rw := time.Since(start)
+	start = time.Now()
 	w1Run(s.b, s.treeG, s.gitEnv, "sh", "-c", "git init -q && git add -A && git commit -q -m first")
+	s.b.note("set up once, %s files: rewind's first checkpoint %s, git init && git add -A && git commit %s", s.files, rw.Round(10*time.Millisecond), time.Since(start).Round(10*time.Millisecond))
 	s.warm()
 }
 
