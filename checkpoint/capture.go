@@ -767,7 +767,9 @@ func (s *Store) prewrite(ctx context.Context, files []verdict) {
 			return nil
 		})
 	}
+	before := s.packNames()
 	parallel(jobs...)
+	s.recordBulkPacks(before)
 }
 
 // beforeRestat runs before the files held by id are hashed for their stat

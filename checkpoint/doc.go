@@ -23,6 +23,9 @@
 //	                        neither ls-files nor diff-files (statcache.go)
 //	rewind-commitcache      each checkpoint commit's tree and message by id,
 //	                        so that the list needs no git (refcache.go)
+//	rewind-bulkpacks        the packs a first checkpoint's bulk check-in
+//	                        wrote, which the merge of small packs leaves
+//	                        as they are (preimport.go)
 //	sharedindex.<id>        git's: the shared part of the split rewind-index,
 //	                        written anew when the index's own part passes an
 //	                        eighth of it; the capture that leaves a part

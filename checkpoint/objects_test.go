@@ -104,7 +104,8 @@ func TestPrewritePacksBlobs(t *testing.T) {
 // every one before it, so one pack of many files is quadratic), and the
 // later captures' pack merges leave those packs as they are while they
 // merge their own: a first checkpoint's packs are never rewritten by a
-// small one, however many there are.
+// small one, however many there are. An import as large as those packs is
+// merged all the same.
 func TestPrewritePackLimit(t *testing.T) {
 	if !gitexec.BulkCheckinPacks() {
 		t.Skip("this git writes the blobs of a bulk check-in loose")
@@ -120,6 +121,9 @@ func TestPrewritePackLimit(t *testing.T) {
 		rnd.Read(data)
 		mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/f%03d.bin", i%5, i)), string(data))
 	}
+	// past the second the files were written in: none is racy, and the
+	// next capture reads none of them again
+	time.Sleep(1100 * time.Millisecond)
 	if _, err := s.Create(ctx, CreateOptions{Reason: "first", Source: "test"}); err != nil {
 		t.Fatal(err)
 	}
@@ -143,13 +147,35 @@ func TestPrewritePackLimit(t *testing.T) {
 	if len(large) < 8 {
 		t.Fatalf("%d packs of at least half the limit after the first checkpoint (%d packs), want the blobs spread over many", len(large), len(first))
 	}
+	if bulk := s.bulkPacks(); len(bulk) != len(first) {
+		t.Fatalf("%d of the first checkpoint's %d packs listed as a bulk check-in's", len(bulk), len(first))
+	}
 	trees := map[string]string{}
+	var bigImport []string // the packs of an import of 12 KiB
 	for step := 0; step < 10; step++ {
 		time.Sleep(10 * time.Millisecond)
 		mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/f%03d.bin", step%5, step)), fmt.Sprint("step ", step))
+		before := s.packNames()
+		packsMax = 2
+		if step == 0 {
+			data := make([]byte, 12<<10)
+			rnd.Read(data)
+			mustWrite(t, filepath.Join(wt, "big.bin"), string(data))
+			packsMax = 100 // no merge yet: its pack alone is new
+		}
 		made, err := s.Create(ctx, CreateOptions{Reason: fmt.Sprint("step ", step), Source: "test"})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if step == 0 {
+			for name := range s.packNames() {
+				if !before[name] {
+					bigImport = append(bigImport, filepath.Join(packDir, name))
+					if fi, err := os.Stat(bigImport[0]); err != nil || fi.Size() < gitexec.BulkPackLimit/2 {
+						t.Fatalf("the import's pack: %v, want one of half the limit or more", err)
+					}
+				}
+			}
 		}
 		trees[made.Checkpoint.ID] = freshTree(t, wt)
 		now, _ := filepath.Glob(filepath.Join(packDir, "pack-*.pack"))
@@ -167,6 +193,12 @@ func TestPrewritePackLimit(t *testing.T) {
 		if small > packsMax+runtime.NumCPU() {
 			t.Fatalf("step %d: %d small packs, want them merged past %d", step, small, packsMax)
 		}
+	}
+	if len(bigImport) != 1 {
+		t.Fatalf("the import of 12 KiB made %d packs, want 1", len(bigImport))
+	}
+	if fi, err := os.Stat(bigImport[0]); err == nil {
+		t.Errorf("the import's pack of %d bytes is still there after 9 more imports: not merged", fi.Size())
 	}
 	if out, err := s.git().Run(ctx, "fsck", "--strict", "--no-dangling"); err != nil {
 		t.Fatalf("fsck: %v %s", err, out)

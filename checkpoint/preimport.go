@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -324,15 +326,17 @@ var packsMax = 8
 // preimport wrote) into larger ones, keeping every object they hold, once
 // there are more than packsMax of them. A large pack is left as it is: one
 // of a packsMax-th of all the packs' size or more (there are at most
-// packsMax), or of half a bulk check-in's limit or more (a first
-// checkpoint's, written by prewrite in packs of up to that size, as many as
-// its files fill). They would otherwise all be merged into one, once, at
-// the cost of many checkpoints. A failure costs only time.
+// packsMax), or a pack of a bulk check-in of half its limit or more (a
+// first checkpoint's, written by prewrite in packs of up to that limit, as
+// many as its files fill: see bulkPacksFile). They would otherwise all be
+// merged into one, once, at the cost of many checkpoints. A failure costs
+// only time.
 func (s *Store) consolidatePacks(ctx context.Context) {
 	packs, _ := filepath.Glob(filepath.Join(s.gitDir(), "objects", "pack", "pack-*.pack"))
 	if len(packs) <= packsMax || !gitexec.AtLeast(geometricVersion) {
 		return
 	}
+	bulk := s.bulkPacks()
 	sizes := make([]int64, len(packs))
 	var total int64
 	for i, p := range packs {
@@ -344,7 +348,7 @@ func (s *Store) consolidatePacks(ctx context.Context) {
 	args := []string{"repack", "-d", "-q", "--geometric=2"}
 	small := 0
 	for i, p := range packs {
-		if largePack(sizes[i], total) {
+		if largePack(sizes[i], total, bulk[filepath.Base(p)]) {
 			args = append(args, "--keep-pack="+filepath.Base(p))
 		} else {
 			small++
@@ -360,9 +364,57 @@ func (s *Store) consolidatePacks(ctx context.Context) {
 }
 
 // largePack reports whether consolidatePacks leaves a pack of size bytes,
-// of total in all, as it is.
-func largePack(size, total int64) bool {
-	return size*int64(packsMax) >= total || size >= gitexec.BulkPackLimit/2
+// of total in all, as it is; bulk says a bulk check-in of prewrite wrote it.
+func largePack(size, total int64, bulk bool) bool {
+	return size*int64(packsMax) >= total || bulk && size >= gitexec.BulkPackLimit/2
+}
+
+// bulkPacksFile lists the packs prewrite had git write, a name a line. The
+// size of a pack cannot tell them: an import of many large files makes a
+// pack as large, which the merges are for. A pack merged or repacked since
+// is gone, and its name with it when the list is next written; a list lost
+// (a rewind killed before it was written) costs a merge of those packs.
+func (s *Store) bulkPacksFile() string { return s.scratchFile("bulkpacks") }
+
+// packNames are the names of the store's packs (pack-<id>.pack).
+func (s *Store) packNames() map[string]bool {
+	packs, _ := filepath.Glob(filepath.Join(s.gitDir(), "objects", "pack", "pack-*.pack"))
+	names := make(map[string]bool, len(packs))
+	for _, p := range packs {
+		names[filepath.Base(p)] = true
+	}
+	return names
+}
+
+// bulkPacks are the packs of bulkPacksFile that are still there.
+func (s *Store) bulkPacks() map[string]bool {
+	data, _ := os.ReadFile(s.bulkPacksFile())
+	there := s.packNames()
+	bulk := map[string]bool{}
+	for _, name := range strings.Fields(string(data)) {
+		if there[name] {
+			bulk[name] = true
+		}
+	}
+	return bulk
+}
+
+// recordBulkPacks adds the packs made since before (the names there then)
+// to bulkPacksFile. A failure costs only time.
+func (s *Store) recordBulkPacks(before map[string]bool) {
+	bulk := s.bulkPacks()
+	for name := range s.packNames() {
+		if !before[name] {
+			bulk[name] = true
+		}
+	}
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(bulk)) {
+		b.WriteString(name + "\n")
+	}
+	if err := writeCache(s.bulkPacksFile(), []byte(b.String())); err != nil {
+		s.warnTrace("%s: %v", s.bulkPacksFile(), err)
+	}
 }
 
 // readRegularNoFollow is readNoFollow of a file that must still be a

@@ -75,9 +75,9 @@ func TestPreimportWritesOnePack(t *testing.T) {
 			}
 			sizes, total = append(sizes, fi.Size()), total+fi.Size()
 		}
-		small := 0
-		for _, size := range sizes {
-			if !largePack(size, total) {
+		small, bulk := 0, s.bulkPacks()
+		for i, size := range sizes {
+			if !largePack(size, total, bulk[filepath.Base(packs[i])]) {
 				small++
 			}
 		}
