@@ -3,10 +3,12 @@ package checkpoint
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -204,6 +206,56 @@ func TestPrewritePackLimit(t *testing.T) {
 		t.Fatalf("fsck: %v %s", err, out)
 	}
 	restoreEach(t, s, wt, trees)
+}
+
+// TestBulkPacksListed: rewind-bulkpacks names the packs of each bulk
+// check-in, and only packs still there once a prune has repacked them.
+func TestBulkPacksListed(t *testing.T) {
+	if !gitexec.BulkCheckinPacks() {
+		t.Skip("this git writes the blobs of a bulk check-in loose")
+	}
+	ctx := context.Background()
+	s, wt := newStore(t)
+	defer func() { prewriteMin = 2000 }()
+	prewriteMin = 1
+	write := func(round int) {
+		for i := 0; i < 30; i++ {
+			mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/f%02d.txt", i%3, i)), fmt.Sprintf("round %d file %d\n", round, i))
+		}
+	}
+	packs := func() []string {
+		var names []string
+		for name := range s.packNames() {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		return names
+	}
+	listed := func() []string { return slices.Sorted(maps.Keys(s.bulkPacks())) }
+	write(1)
+	if _, err := s.Create(ctx, CreateOptions{Reason: "one", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := listed(), packs(); len(got) == 0 || !slices.Equal(got, want) {
+		t.Fatalf("listed %v after the first checkpoint, want its packs %v", got, want)
+	}
+	if _, _, _, err := s.Prune(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	before := s.packNames()
+	write(2)
+	if _, err := s.Create(ctx, CreateOptions{Reason: "two", Source: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	var made []string
+	for _, name := range packs() {
+		if !before[name] {
+			made = append(made, name)
+		}
+	}
+	if got := listed(); len(made) == 0 || !slices.Equal(got, made) {
+		t.Fatalf("listed %v after a prune and a second bulk check-in, want only its packs %v", got, made)
+	}
 }
 
 // TestPrewriteKilledLeavesNoHarm: a rewind killed while git wrote a prewrite

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -386,30 +385,36 @@ func (s *Store) packNames() map[string]bool {
 	return names
 }
 
-// bulkPacks are the packs of bulkPacksFile that are still there.
+// bulkPacks are the packs bulkPacksFile names.
 func (s *Store) bulkPacks() map[string]bool {
 	data, _ := os.ReadFile(s.bulkPacksFile())
-	there := s.packNames()
 	bulk := map[string]bool{}
 	for _, name := range strings.Fields(string(data)) {
-		if there[name] {
-			bulk[name] = true
-		}
+		bulk[name] = true
 	}
 	return bulk
 }
 
 // recordBulkPacks adds the packs made since before (the names there then)
-// to bulkPacksFile. A failure costs only time.
+// to bulkPacksFile, and takes those no longer there out. A failure costs
+// only time.
 func (s *Store) recordBulkPacks(before map[string]bool) {
-	bulk := s.bulkPacks()
+	listed := s.bulkPacks()
+	var names []string
+	added := false
 	for name := range s.packNames() {
 		if !before[name] {
-			bulk[name] = true
+			names, added = append(names, name), true
+		} else if listed[name] {
+			names = append(names, name)
 		}
 	}
+	if !added {
+		return
+	}
+	slices.Sort(names)
 	var b strings.Builder
-	for _, name := range slices.Sorted(maps.Keys(bulk)) {
+	for _, name := range names {
 		b.WriteString(name + "\n")
 	}
 	if err := writeCache(s.bulkPacksFile(), []byte(b.String())); err != nil {
