@@ -172,10 +172,11 @@ func TestPrewritePackLimit(t *testing.T) {
 		if step == 0 {
 			for name := range s.packNames() {
 				if !before[name] {
-					bigImport = append(bigImport, filepath.Join(packDir, name))
-					if fi, err := os.Stat(bigImport[0]); err != nil || fi.Size() < gitexec.BulkPackLimit/2 {
+					p := filepath.Join(packDir, name)
+					if fi, err := os.Stat(p); err != nil || fi.Size() < gitexec.BulkPackLimit/2 {
 						t.Fatalf("the import's pack: %v, want one of half the limit or more", err)
 					}
+					bigImport = append(bigImport, p)
 				}
 			}
 		}
@@ -223,14 +224,7 @@ func TestBulkPacksListed(t *testing.T) {
 			mustWrite(t, filepath.Join(wt, fmt.Sprintf("d%d/f%02d.txt", i%3, i)), fmt.Sprintf("round %d file %d\n", round, i))
 		}
 	}
-	packs := func() []string {
-		var names []string
-		for name := range s.packNames() {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		return names
-	}
+	packs := func() []string { return slices.Sorted(maps.Keys(s.packNames())) }
 	listed := func() []string { return slices.Sorted(maps.Keys(s.bulkPacks())) }
 	write(1)
 	if _, err := s.Create(ctx, CreateOptions{Reason: "one", Source: "test"}); err != nil {
