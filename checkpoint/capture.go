@@ -375,7 +375,11 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	var entries *statEntries     // nil until prepare, and when the files are hashed again
 	prepare := func() {
 		racy = s.racyFiles(keep, fileRacyCut(start))
-		entries = newStatEntries(keep, racy, held)
+		var ids map[string]string
+		if cached != nil {
+			ids = cached.ids
+		}
+		entries = newStatEntries(keep, racy, held, ids)
 	}
 	// prepared is prepare, once, with the entries encoded: beside a git
 	// process that takes longer.
@@ -436,16 +440,13 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	// update-index hash them all instead, beside the import, and write-tree
 	// then finds every object it names, or fails on the blob of a file
 	// changed between the two reads: then the files are hashed again, and
-	// written.
-	if cached != nil && preimportFits(cached.base, len(update), len(remove)) {
-		var changed []verdict
-		for _, v := range keep {
-			if !v.unchanged {
-				changed = append(changed, v)
-			}
-		}
+	// written. (importChanged: held holds what was read of changed already
+	// when read is true.)
+	importChanged := func(changed []verdict, read bool) error {
 		trees := s.readBaseTreesBeside(ctx, cached.base, changed, remove)
-		held = s.readHeld(changed, cached.base)
+		if !read {
+			held = s.readHeld(changed, cached.base)
+		}
 		var tree string
 		importing := func() error {
 			imported, tree, c.imported = s.preimport(cached.base, trees, changed, held)
@@ -477,16 +478,42 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 		}
 		if err != nil {
 			trees.wait() // nothing outlives the capture (the import waited, unless never run)
-			return nil, err
+			return err
 		}
 		switch {
 		case !imported:
 			held, entries = nil, nil // hashed again, every file: the import's blobs may be missing
 			if err := rehash(); err != nil {
-				return nil, err
+				return err
 			}
 		case held != nil && cached.tree == cached.base && len(restat) == 0:
 			importTree = tree
+		}
+		return nil
+	}
+	settled := 0 // files the index holds by id found as it holds them
+	if cached != nil && preimportFits(cached.base, len(update), len(remove)) {
+		changed := changedOf(keep)
+		// A file the index holds by id may be what it holds (one racy when
+		// last read, so read again): read first, those stay as they are,
+		// and only the others are imported.
+		read := false
+		if cached.ids != nil && slices.ContainsFunc(changed, func(v verdict) bool { return cached.ids[v.path] != "" }) {
+			held, read = s.readHeld(changed, cached.base), true
+			if settled = settleByID(keep, held, cached.ids); settled > 0 {
+				changed = changedOf(keep)
+				update = update[:0]
+				for _, v := range changed {
+					update = append(update, v.path)
+				}
+			}
+		}
+		if len(changed) == 0 && len(remove) == 0 {
+			if err := restatted(); err != nil {
+				return nil, err
+			}
+		} else if err := importChanged(changed, read); err != nil {
+			return nil, err
 		}
 	} else {
 		if err := takeOut(remove); err != nil {
@@ -554,7 +581,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	switch {
 	case err != nil:
 		os.Remove(s.statCacheFile())
-	case len(update) > 0 || len(remove) > 0 || len(racy) > 0 || cached == nil || !bytes.Equal(now, cached.stamp) || tree != cached.tree || c.tree != cached.base:
+	case len(update) > 0 || len(remove) > 0 || len(racy) > 0 || settled > 0 || cached == nil || !bytes.Equal(now, cached.stamp) || tree != cached.tree || c.tree != cached.base:
 		// Written beside what follows (the commit, the ref), with the
 		// index's stamp of now: an index changed meanwhile would not match
 		// it.
@@ -574,6 +601,37 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	}
 	c.skipped = append(c.skipped, unread...)
 	return c, nil
+}
+
+// changedOf is the verdicts of keep not unchanged, in order.
+func changedOf(keep []verdict) []verdict {
+	var changed []verdict
+	for _, v := range keep {
+		if !v.unchanged {
+			changed = append(changed, v)
+		}
+	}
+	return changed
+}
+
+// settleByID marks unchanged each changed file of keep that the index holds
+// by id (ids: statCache.ids) and whose content read (held) is that entry,
+// mode and blob: the index holds it as it is, and it stays there by id with
+// the stat data the walk saw (racyFiles still judges it). It returns how
+// many it marked.
+func settleByID(keep []verdict, held map[string]heldBlob, ids map[string]string) int {
+	n := 0
+	for i := range keep {
+		v := &keep[i]
+		if v.unchanged {
+			continue
+		}
+		if b, ok := held[v.path]; ok && ids[v.path] != "" && ids[v.path] == b.mode+" "+b.id {
+			v.unchanged, v.byID = true, true
+			n++
+		}
+	}
+	return n
 }
 
 // buildMeta records in c what a git tree cannot hold (permission bits,

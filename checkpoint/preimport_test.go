@@ -209,6 +209,56 @@ func TestPreimportRacyFilesByID(t *testing.T) {
 	}
 }
 
+// TestRacyFilesSettledByID: files changed in the second a capture begins
+// are in the index by id, and the stat cache holds them with no stat data
+// and with their entries (mode and blob id); the next capture reads them
+// again and, finding what the index holds (a file's content, a symlink's
+// target, an executable bit), imports and enters nothing: no pack, no
+// update-index, no write-tree, the same tree. Once the second has passed,
+// one more capture reads them and keeps their stat data: the one after reads
+// nothing.
+func TestRacyFilesSettledByID(t *testing.T) {
+	needPreimport(t)
+	s, wt := settledStore(t, tenFiles(t))
+	link := filepath.Join(wt, "d2/link")
+	for try := 0; ; try++ {
+		sec := nextSecond()
+		mustWrite(t, filepath.Join(wt, "d1/f4.txt"), fmt.Sprintf("changed %d\n", try))
+		os.Remove(link)
+		if err := os.Symlink(fmt.Sprintf("f%d.txt", try), link); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(filepath.Join(wt, "d0/f3.txt"), 0o755-0o111*os.FileMode(try%2))
+		first, trace := tracedCreate(t, s, wt, fmt.Sprint("racy ", try))
+		if !strings.Contains(trace, "--index-info") {
+			t.Fatalf("the racy files did not go in by their ids:\n%s", trace)
+		}
+		again, trace := tracedCreate(t, s, wt, fmt.Sprint("read again ", try))
+		if !stillIn(sec) {
+			if try == 5 {
+				t.Fatal("the captures never fell in the second of the writes")
+			}
+			continue
+		}
+		if again.Checkpoint.Tree != first.Checkpoint.Tree {
+			t.Fatalf("read again: tree %s, was %s", again.Checkpoint.Tree, first.Checkpoint.Tree)
+		}
+		for _, step := range []string{"written as one pack", "update-index", "write-tree"} {
+			if strings.Contains(trace, step) {
+				t.Fatalf("the racy files read again were taken as changes (%q):\n%s", step, trace)
+			}
+		}
+		break
+	}
+	nextSecond()
+	create := func(what string) (*Created, string) { return tracedCreate(t, s, wt, what) }
+	create("after the second")
+	made, trace := create("nothing changed")
+	if made.Unchanged == nil || strings.Contains(trace, "update-index") || strings.Contains(trace, "written as one pack") {
+		t.Fatalf("after the second passed, a capture still read files again:\n%s", trace)
+	}
+}
+
 // TestPreimportRacyFilesLongPaths: nearly as many racy files as preimport
 // takes (preimportMax), with long paths, changed in the second a capture
 // begins. Entered by id on a command line, they would pass the kernel's

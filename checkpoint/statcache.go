@@ -43,14 +43,16 @@ import (
 // A file the capture entered into the index by the blob id of what it read
 // (byID: see captureOnce) has no stat data there, so git's diff-files always
 // names it; the cache's stat data alone then says whether it changed, and
-// such a file is always looked at.
+// such a file is always looked at. The cache holds its entry too (mode and
+// blob id): one read again that holds what the index holds (a racy one,
+// which the cache holds with no stat data) is not a change.
 
 // statKey is the stat data the cache compares.
 type statKey struct {
 	dev, ino, mode, size, mtime, ctime, uid, gid uint64
 }
 
-const statCacheMagic = "rewind stat cache 7\n"
+const statCacheMagic = "rewind stat cache 8\n"
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
@@ -97,18 +99,22 @@ type statCache struct {
 	keys  []statKey
 	byID  []bool // the index holds paths[i] by its blob id alone, with no stat data
 	held  int    // how many of them
+	// ids are the index's entries held by id, "<mode> <id>" by path: a
+	// capture that reads such a file again (a racy one) and finds that
+	// content leaves its entry as it is (settleByID).
+	ids map[string]string
 }
 
 // encodeStatCache renders the cache, written on every checkpoint that changes
 // something and read by every capture, so quick to both: magic, stamp, tree,
 // base, count, then the entries in path order, each its path as the length
-// it shares with the one before and the rest, then its key (appendStatEntry);
-// last a CRC-32C of all that.
+// it shares with the one before and the rest, then its key (appendStatEntry)
+// and, for an entry held by id, that entry; last a CRC-32C of all that.
 func encodeStatCache(c *statCache) []byte {
 	b := make([]byte, 0, len(c.paths)*statEntryRoom)
 	prev, prevKey := "", statKey{}
 	for i, p := range c.paths {
-		b = appendStatEntry(b, prev, p, prevKey, c.keys[i], c.byID[i])
+		b = appendStatEntry(b, prev, p, prevKey, c.keys[i], c.byID[i], c.ids[p])
 		prev, prevKey = p, c.keys[i]
 	}
 	return assembleStatCache(c.stamp, c.tree, c.base, len(c.paths), b)
@@ -153,8 +159,9 @@ const (
 )
 
 // appendStatEntry encodes path (front-coded against prev, the path before
-// it) with its key (against prevKey, the key before it) and flag.
-func appendStatEntry(b []byte, prev, path string, prevKey, k statKey, byID bool) []byte {
+// it) with its key (against prevKey, the key before it) and flag, and the
+// index's entry ("<mode> <id>") of a path it holds by id.
+func appendStatEntry(b []byte, prev, path string, prevKey, k statKey, byID bool, entry string) []byte {
 	shared := 0
 	for shared < len(path) && shared < len(prev) && path[shared] == prev[shared] {
 		shared++
@@ -186,6 +193,10 @@ func appendStatEntry(b []byte, prev, path string, prevKey, k statKey, byID bool)
 	word(k.ctime, ctimeIsMtime)
 	word(k.uid, sameUID)
 	word(k.gid, sameGID)
+	if byID {
+		b = binary.AppendUvarint(b, uint64(len(entry)))
+		b = append(b, entry...)
+	}
 	return b
 }
 
@@ -236,16 +247,18 @@ type statEntries struct {
 	keep    []verdict
 	racy    []int // indices into keep, in order
 	held    map[string]heldBlob
+	ids     map[string]string // the entries of those held by id before (statCache.ids)
 	leave   []string
 	n       int // how many entries: keep less leave
 	encoded []byte
 }
 
 // newStatEntries makes the entries of keep, racy being indices into it in
-// order, and held the changed files entered by id. It reads keep when
-// encoding, not copies it: keep must not change until then.
-func newStatEntries(keep []verdict, racy []int, held map[string]heldBlob) *statEntries {
-	e := &statEntries{keep: keep, racy: racy, held: held, n: len(keep)}
+// order, held the changed files entered by id, and ids the entries of the
+// unchanged ones held by id. It reads keep when encoding, not copies it:
+// keep must not change until then.
+func newStatEntries(keep []verdict, racy []int, held map[string]heldBlob, ids map[string]string) *statEntries {
+	e := &statEntries{keep: keep, racy: racy, held: held, ids: ids, n: len(keep)}
 	for _, i := range racy {
 		if !e.byID(i) {
 			e.leave = append(e.leave, keep[i].path)
@@ -266,6 +279,15 @@ func (e *statEntries) byID(i int) bool {
 	return held
 }
 
+// entry is the index's entry of v when it holds v by id: as the capture
+// entered it, or as it was.
+func (e *statEntries) entry(v *verdict) string {
+	if b, ok := e.held[v.path]; ok && !v.unchanged {
+		return b.mode + " " + b.id
+	}
+	return e.ids[v.path]
+}
+
 func (e *statEntries) encode() {
 	if e.encoded != nil {
 		return
@@ -282,7 +304,7 @@ func (e *statEntries) encode() {
 			}
 			k = statKey{}
 		}
-		b = appendStatEntry(b, prev, v.path, prevKey, k, byID)
+		b = appendStatEntry(b, prev, v.path, prevKey, k, byID, e.entry(v))
 		prev, prevKey = v.path, k
 	}
 	e.encoded = b
@@ -380,6 +402,12 @@ func decodeStatCache(data []byte) (*statCache, error) {
 		c.byID = append(c.byID, byID)
 		if byID {
 			c.held++
+			if entry := r.str(); entry != "" {
+				if c.ids == nil {
+					c.ids = map[string]string{}
+				}
+				c.ids[arena.last()] = entry
+			}
 		}
 	}
 	if !r.done() {
@@ -423,6 +451,15 @@ func (a *pathArena) add(shared uint64, tail []byte) bool {
 	a.buf = append(a.buf, tail...)
 	a.ends = append(a.ends, len(a.buf))
 	return true
+}
+
+// last is the path added last.
+func (a *pathArena) last() string {
+	n := len(a.ends)
+	if n > 1 {
+		return string(a.buf[a.ends[n-2]:a.ends[n-1]])
+	}
+	return string(a.buf[:a.ends[0]])
 }
 
 // strings returns the paths, sharing one string.

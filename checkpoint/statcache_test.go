@@ -22,7 +22,8 @@ func TestStatCacheRoundTrip(t *testing.T) {
 		// the last two share device, mode and owner with the one before,
 		// and the last one's ctime is its mtime
 		keys: []statKey{{1, 2, 0o100644, 3, 4, 5, 6, 7}, {8, 9, 0o120777, 10, 11, 12, 13, 14}, {}, {0, 15, 0, 16, 17, 18, 0, 0}, {0, 19, 0, 20, 21, 21, 0, 0}},
-		byID: []bool{false, true, true, false, true}, held: 3}
+		byID: []bool{false, true, true, false, true}, held: 3,
+		ids: map[string]string{"dir/b c\nd": "120000 0123abcd", "ünï/z": "100755 4567ef01"}}
 	data := encodeStatCache(want)
 	got, err := decodeStatCache(data)
 	if err != nil || !reflect.DeepEqual(got, want) {
@@ -58,8 +59,8 @@ func TestStatEntriesEncode(t *testing.T) {
 		{path: "d/f", key: k(5)},                            // changed, hashed by git
 		{path: "g", key: k(6)},                              // changed, racy, by id
 	}
-	held := map[string]heldBlob{"d/e": {}, "g": {}}
-	e := newStatEntries(keep, []int{1, 2, 5}, held)
+	held := map[string]heldBlob{"d/e": {mode: "100644", id: "e1"}, "g": {mode: "100755", id: "g1"}}
+	e := newStatEntries(keep, []int{1, 2, 5}, held, map[string]string{"b": "100644 b1"})
 	if !reflect.DeepEqual(e.leave, []string{"c"}) || e.n != 5 {
 		t.Fatalf("leave %q, %d entries", e.leave, e.n)
 	}
@@ -67,7 +68,8 @@ func TestStatEntriesEncode(t *testing.T) {
 	want := &statCache{stamp: []byte("s"), tree: "t", base: "b",
 		paths: []string{"a", "b", "d/e", "d/f", "g"},
 		keys:  []statKey{k(1), {}, k(4), k(5), {}},
-		byID:  []bool{false, true, true, false, true}, held: 3}
+		byID:  []bool{false, true, true, false, true}, held: 3,
+		ids: map[string]string{"b": "100644 b1", "d/e": "100644 e1", "g": "100755 g1"}}
 	got, err := decodeStatCache(assembleStatCache(want.stamp, want.tree, want.base, e.n, e.encoded))
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("entries decode to %+v, %v; want %+v", got, err, want)
