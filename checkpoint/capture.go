@@ -626,7 +626,7 @@ func settleByID(keep []verdict, held map[string]heldBlob, ids map[string]string)
 		if v.unchanged {
 			continue
 		}
-		if b, ok := held[v.path]; ok && ids[v.path] != "" && ids[v.path] == b.mode+" "+b.id {
+		if b, ok := held[v.path]; ok && ids[v.path] == b.mode+" "+b.id {
 			v.unchanged, v.byID = true, true
 			n++
 		}
