@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -917,8 +918,14 @@ func (s *Store) write(ctx context.Context, staged gitexec.Shadow, v *targetView,
 		}
 		checkout = append(slices.Clip(checkout), late...)
 	}
-	s.unlinkWrites(checkout)
-	return s.checkout(ctx, staged, v.entries, checkout, done, total)
+	checkout, made := s.unlinkWrites(checkout)
+	if err := s.checkout(ctx, staged, v.entries, checkout, done, total); err != nil {
+		return err
+	}
+	if len(made) > 0 {
+		return fmt.Errorf("restore could not write %s: a directory with files in it was made there while the restore wrote, and is left as it is (restore again, or undo with the safety checkpoint)", strings.Join(made, ", "))
+	}
+	return nil
 }
 
 // beforeInPlace runs before a restore opens a file to write it in place.
@@ -984,13 +991,19 @@ func openBeneath(root, rel string, flag int) (*os.File, error) {
 // write anew, side by side: it deletes each before writing it, one after
 // another, and on a file system that discards what it frees a deletion
 // costs more than the write (100 files: 15 ms one after another, 8 ms side
-// by side). Never through a symlinked parent (inside), never a directory
-// (checkout-index and inTheWay judge those); a failure leaves the file for
-// checkout-index.
-func (s *Store) unlinkWrites(write []string) {
+// by side). Never through a symlinked parent (inside), never a directory; a
+// failure leaves the file for checkout-index.
+//
+// checkout-index --force deletes a directory where it writes a file, with
+// all below it. The plan writes a file over a directory only once its
+// removals leave nothing but empty directories there (inTheWay): a
+// directory holding anything else now was made since, by someone else, and
+// is taken out of the writes (made) and left as it is.
+func (s *Store) unlinkWrites(write []string) (kept, made []string) {
 	// More workers than CPUs: a deletion mostly waits on the device.
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	leave := make([]bool, len(write))
 	for range min(16, len(write)) {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < len(write); i = int(next.Add(1)) - 1 {
@@ -998,13 +1011,39 @@ func (s *Store) unlinkWrites(write []string) {
 				if err != nil {
 					continue
 				}
-				if fi, err := os.Lstat(full); err == nil && !fi.IsDir() {
+				switch fi, err := os.Lstat(full); {
+				case err != nil:
+				case !fi.IsDir():
 					os.Remove(full)
+				case !onlyDirectories(full):
+					leave[i] = true
 				}
 			}
 		})
 	}
 	wg.Wait()
+	for i, w := range write {
+		if leave[i] {
+			made = append(made, w)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	return kept, made
+}
+
+// onlyDirectories reports whether nothing but directories is at and below
+// dir (symlinks not followed); anything it cannot read counts as more.
+func onlyDirectories(dir string) bool {
+	only := true
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			only = false
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return only
 }
 
 // stage fills the scratch index g writes from with the paths to write.

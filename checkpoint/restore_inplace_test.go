@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,4 +164,102 @@ func traceRestore(t *testing.T, s *Store, ref string) (inPlace int, trace string
 		t.Fatal(err)
 	}
 	return inPlace, b.String()
+}
+
+// A file the restore writes that is made a directory with files in it after
+// the restore's plan and before its writes is not the restore's to delete
+// (checkout-index --force would delete the directory and all below it):
+// what was made stays, the other files are written, and the restore fails
+// naming it. Restored again, the work tree is the checkpoint's (the
+// directory is then in the first restore's safety checkpoint).
+func TestRestoreLeavesDirectoryMadeMeanwhile(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		made func(t *testing.T, full string)
+	}{
+		{"a file in it", func(t *testing.T, full string) {
+			mustWrite(t, filepath.Join(full, "precious.txt"), "made meanwhile\n")
+		}},
+		{"a symlink deeper down", func(t *testing.T, full string) {
+			if err := os.MkdirAll(filepath.Join(full, "d", "e"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("anywhere", filepath.Join(full, "d", "e", "link")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() { beforeInPlace = func(string) {} }()
+			ctx := context.Background()
+			s, wt := newStore(t)
+			a := filepath.Join(wt, "sub", "a.txt")
+			mustWrite(t, a, "target\n")
+			mustWrite(t, filepath.Join(wt, "sub", "b.txt"), "b\n")
+			mustWrite(t, filepath.Join(wt, "c.txt"), "c\n")
+			if _, err := s.Create(ctx, CreateOptions{Reason: "target", Source: "t"}); err != nil {
+				t.Fatal(err)
+			}
+			target := listing(t, wt, true)
+			mustWrite(t, a, "changed since\n")
+			if err := os.Remove(filepath.Join(wt, "c.txt")); err != nil { // written by checkout-index
+				t.Fatal(err)
+			}
+			beforeInPlace = func(p string) {
+				if p == "sub/a.txt" {
+					os.Remove(a)
+					tc.made(t, a)
+				}
+			}
+			_, err := s.Restore(ctx, "target", RestoreOptions{})
+			if err == nil || !strings.Contains(err.Error(), "restore could not write sub/a.txt: a directory with files in it was made there") {
+				t.Errorf("the restore's error: %v, want one naming sub/a.txt", err)
+			}
+			if fi, err := os.Lstat(a); err != nil || !fi.IsDir() || onlyDirectories(a) {
+				t.Fatalf("sub/a.txt, made a directory with files while the restore wrote, is not as made (%v)", err)
+			}
+			if got, err := os.ReadFile(filepath.Join(wt, "c.txt")); string(got) != "c\n" {
+				t.Errorf("c.txt, written beside it: %q %v", got, err)
+			}
+			beforeInPlace = func(string) {}
+			if _, err := s.Restore(ctx, "target", RestoreOptions{}); err != nil {
+				t.Fatalf("restored again: %v", err)
+			}
+			if d := diffMaps(target, listing(t, wt, true)); d != "" {
+				t.Errorf("restored again, not exact: %s", d)
+			}
+		})
+	}
+}
+
+// A file of the checkpoint that is now a directory of files, empty
+// directories among them, is written back over it (the files are in the
+// safety checkpoint; the directories left empty go): whole, and by --file
+// of it or of its parent.
+func TestRestoreFileOverDirectoryOfFiles(t *testing.T) {
+	for _, files := range [][]string{nil, {"sub/p"}, {"sub"}} {
+		t.Run(fmt.Sprint(files), func(t *testing.T) {
+			ctx := context.Background()
+			s, wt := newStore(t)
+			p := filepath.Join(wt, "sub", "p")
+			mustWrite(t, p, "a file\n")
+			mustWrite(t, filepath.Join(wt, "sub", "q"), "q\n")
+			if _, err := s.Create(ctx, CreateOptions{Reason: "target", Source: "t"}); err != nil {
+				t.Fatal(err)
+			}
+			target := listing(t, wt, true)
+			os.Remove(p)
+			mustWrite(t, filepath.Join(p, "x"), "x\n")
+			mustWrite(t, filepath.Join(p, "d", "y"), "y\n")
+			if err := os.MkdirAll(filepath.Join(p, "e", "e2"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Restore(ctx, "target", RestoreOptions{Files: files}); err != nil {
+				t.Fatal(err)
+			}
+			if d := diffMaps(target, listing(t, wt, true)); d != "" {
+				t.Errorf("not exact: %s", d)
+			}
+		})
+	}
 }
