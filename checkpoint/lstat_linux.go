@@ -49,7 +49,7 @@ func (d dirStat) look(root, rel string) (fileLook, error) {
 	}
 	var st unix.Stat_t
 	for {
-		err := unix.Fstatat(d.fd, path.Base(rel), &st, unix.AT_SYMLINK_NOFOLLOW)
+		err := fstatat(d.fd, path.Base(rel), &st)
 		if err == unix.EINTR {
 			continue
 		}
