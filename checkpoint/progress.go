@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -48,13 +49,15 @@ func (c *pathCounter) Read(p []byte) (int, error) {
 // (9000/20000)", "Writing objects: 100% (20808/20808), 24.50 MiB | 12.00
 // MiB/s, done." and the uncounted "Enumerating objects: 21212, done." or
 // "Checking connectivity: 1234".
-var gitProgressLine = regexp.MustCompile(`^([A-Z][a-z]*(?: [a-z]+)*): +(?:\d{1,3}% \((\d+)/(\d+)\)|(\d+)(?:,|$))`)
+var gitProgressLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([A-Z][a-z]*(?: [a-z]+)*): +(?:\d{1,3}% \((\d+)/(\d+)\)|(\d+)(?:,|$))`)
+})
 
 // parseGitProgress reads one of git's progress lines: the phase, lower case,
 // and its count (total 0 when git does not know it). ok is false for any
 // other line ("Delta compression using up to 2 threads", "Total 21212 ...").
 func parseGitProgress(line string) (phase string, done, total int, ok bool) {
-	m := gitProgressLine.FindStringSubmatch(line)
+	m := gitProgressLine().FindStringSubmatch(line)
 	if m == nil {
 		return "", 0, 0, false
 	}

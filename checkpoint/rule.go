@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/rewind-cli/rewind/gitexec"
@@ -73,7 +74,7 @@ type held struct {
 }
 
 // unreadableDir is git's warning for a directory ls-files could not open.
-var unreadableDir = regexp.MustCompile(`^warning: could not open directory '(.*)': (.*)$`)
+var unreadableDir = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^warning: could not open directory '(.*)': (.*)$`) })
 
 // errNoRepository stands for git's "not a git repository" where it was not
 // asked (noRepository).
@@ -438,7 +439,7 @@ func (s *Store) listRepo(ctx context.Context, h *held, root string, untrackedOnl
 	// A directory git could not read: whatever it holds is left out, and
 	// said so.
 	for _, line := range strings.Split(warnings, "\n") {
-		if m := unreadableDir.FindStringSubmatch(line); m != nil {
+		if m := unreadableDir().FindStringSubmatch(line); m != nil {
 			h.unreadable = append(h.unreadable, Skipped{Path: prefix + m[1], Why: "its directory cannot be read: " + strings.ToLower(m[2])})
 		}
 	}

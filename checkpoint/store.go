@@ -861,14 +861,16 @@ func (s *Store) structureDamage(ctx context.Context) string {
 // reads the work tree afresh; no extra call checks it beforehand.
 func indexDamaged(ctx context.Context, err error) (string, bool) {
 	var ge *gitexec.Error
-	if ctx.Err() == nil && errors.As(err, &ge) && ge.ExitCode > 0 && indexDamage.MatchString(ge.Stderr) {
+	if ctx.Err() == nil && errors.As(err, &ge) && ge.ExitCode > 0 && indexDamage().MatchString(ge.Stderr) {
 		return firstLine(ge.Stderr), true
 	}
 	return "", false
 }
 
 // indexDamage matches what git says of an index it cannot use.
-var indexDamage = regexp.MustCompile(`index file|bad signature|bad index|invalid object|error building trees|unable to read|cache entry`)
+var indexDamage = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`index file|bad signature|bad index|invalid object|error building trees|unable to read|cache entry`)
+})
 
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -212,10 +213,10 @@ func WriteDispatchActive(scratch, id, dispatchDir string, seq int64) error {
 	return WriteFileAtomic(DispatchActivePath(scratch, id), []byte(data), 0o644)
 }
 
-var sessionRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$`)
+var sessionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$`) })
 
 // ValidSession reports whether id can name a dispatch directory.
-func ValidSession(id string) bool { return sessionRE.MatchString(id) }
+func ValidSession(id string) bool { return sessionRE().MatchString(id) }
 
 // StartOptions are the inputs of Start.
 type StartOptions struct {

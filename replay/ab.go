@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rewind-cli/rewind/checkpoint"
@@ -356,13 +357,13 @@ func inGateLoop(role string) bool {
 	return isGateFixRole(role) || IsGateRole(role)
 }
 
-var passRE = regexp.MustCompile(`\bPASS(ED)?\b`)
-var failRE = regexp.MustCompile(`\bFAIL(ED|S)?\b`)
+var passRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\bPASS(ED)?\b`) })
+var failRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\bFAIL(ED|S)?\b`) })
 
 // GatePassed reports whether a gate round's summary gives the verdict PASS
 // (and not FAIL).
 func GatePassed(summary string) bool {
-	return passRE.MatchString(summary) && !failRE.MatchString(summary)
+	return passRE().MatchString(summary) && !failRE().MatchString(summary)
 }
 
 // ABRecorder receives a run's outcomes as they are recorded.

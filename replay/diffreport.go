@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -49,12 +50,14 @@ type RunStats struct {
 	ByOriginal map[int]Attempt
 }
 
-var testsRE = regexp.MustCompile(`(?i)\btests?\b\W+(?:[a-z]+\W+){0,3}?(pass(?:ed|es)?|fail(?:ed|s|ures?)?)\b`)
+var testsRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\btests?\b\W+(?:[a-z]+\W+){0,3}?(pass(?:ed|es)?|fail(?:ed|s|ures?)?)\b`)
+})
 
 func acceptance(summaries []string) string {
 	verdict := "unknown"
 	for _, s := range summaries {
-		for _, m := range testsRE.FindAllStringSubmatch(s, -1) {
+		for _, m := range testsRE().FindAllStringSubmatch(s, -1) {
 			if strings.HasPrefix(strings.ToLower(m[1]), "fail") {
 				return "FAIL"
 			}
@@ -137,12 +140,12 @@ type Experiment struct {
 	OriginalCheckpoint string
 }
 
-var runSessionRE = regexp.MustCompile(`^(.+)-(control|mutated)-([0-9]+)$`)
+var runSessionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(.+)-(control|mutated)-([0-9]+)$`) })
 
 // SplitRunSession splits a run's session into the A/B session, arm and
 // repeat; ok is false for a session that is not a run's.
 func SplitRunSession(s string) (base, arm string, repeat int, ok bool) {
-	m := runSessionRE.FindStringSubmatch(s)
+	m := runSessionRE().FindStringSubmatch(s)
 	if m == nil {
 		return "", "", 0, false
 	}

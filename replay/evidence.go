@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // This file holds the output evidence an output-producing dispatch can leave,
@@ -101,7 +102,7 @@ func (e *runEvidence) any(replayed map[int]bool) bool {
 	return false
 }
 
-var resultFileName = regexp.MustCompile(`^(\d+)-.+-result\.md$`)
+var resultFileName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\d+)-.+-result\.md$`) })
 
 // loadEvidence reads the receipt ledgers and looks for result files in dirs
 // (the dispatch directory and its scratch copy).
@@ -120,7 +121,7 @@ func loadEvidence(dirs []string) *runEvidence {
 		}
 		if des, err := os.ReadDir(dir); err == nil {
 			for _, de := range des {
-				if m := resultFileName.FindStringSubmatch(de.Name()); m != nil && de.Type().IsRegular() {
+				if m := resultFileName().FindStringSubmatch(de.Name()); m != nil && de.Type().IsRegular() {
 					if n, err := strconv.Atoi(m[1]); err == nil {
 						ev.resultSeqs = append(ev.resultSeqs, n)
 					}
@@ -211,9 +212,13 @@ func (v *Verification) namedOutput(a Attempt) string {
 
 var (
 	// "**Output:** PATH", "Output file: `PATH`", "- **Output-Path:** PATH"
-	outputField = regexp.MustCompile("(?i)^\\s*(?:[-*]\\s+)?(?:\\*\\*)?output(?:[ _-](?:file|path))?:(?:\\*\\*)?\\s*(.+?)\\s*$")
+	outputField = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile("(?i)^\\s*(?:[-*]\\s+)?(?:\\*\\*)?output(?:[ _-](?:file|path))?:(?:\\*\\*)?\\s*(.+?)\\s*$")
+	})
 	// "Write your report to `PATH`", "save the findings to `PATH`"
-	writeTo = regexp.MustCompile("(?i)\\b(?:write|save)\\b[^`\\n]{0,80}?\\bto\\s+`([^`\\n]+)`")
+	writeTo = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile("(?i)\\b(?:write|save)\\b[^`\\n]{0,80}?\\bto\\s+`([^`\\n]+)`")
+	})
 )
 
 // OutputPaths lists the output files a dispatch file names, in order of
@@ -236,7 +241,7 @@ func OutputPaths(content string) []string {
 	}
 	for _, line := range strings.Split(content, "\n") {
 		line = strings.TrimRight(line, "\r")
-		if m := outputField.FindStringSubmatch(line); m != nil {
+		if m := outputField().FindStringSubmatch(line); m != nil {
 			v := m[1]
 			if i := strings.Index(v, "`"); i >= 0 {
 				if j := strings.Index(v[i+1:], "`"); j >= 0 {
@@ -246,7 +251,7 @@ func OutputPaths(content string) []string {
 			add(v)
 			continue
 		}
-		for _, m := range writeTo.FindAllStringSubmatch(line, -1) {
+		for _, m := range writeTo().FindAllStringSubmatch(line, -1) {
 			add(m[1])
 		}
 	}

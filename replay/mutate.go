@@ -3,6 +3,7 @@ package replay
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Template mutation (A/B replay): a dispatch whose template is ORIG is
@@ -62,12 +63,12 @@ type Mutation struct {
 // placeholderRE finds a bracketed placeholder. Markdown links ("[text](url)"),
 // checkboxes ("[ ]", "[x]") and short tokens are not placeholders (see
 // placeholders).
-var placeholderRE = regexp.MustCompile(`\[[^\[\]\n]+\]`)
+var placeholderRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[[^\[\]\n]+\]`) })
 
 // placeholders returns the placeholder spans in line (start, end pairs).
 func placeholders(line string) [][]int {
 	var out [][]int
-	for _, m := range placeholderRE.FindAllStringIndex(line, -1) {
+	for _, m := range placeholderRE().FindAllStringIndex(line, -1) {
 		inner := line[m[0]+1 : m[1]-1]
 		if len(strings.TrimSpace(inner)) < 3 || !strings.ContainsFunc(inner, isLetter) {
 			continue

@@ -3,10 +3,11 @@ package replay
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // letterDigit is a letter followed by a digit with no separator: pre-wave1.
-var letterDigit = regexp.MustCompile(`([a-z])([0-9])`)
+var letterDigit = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`([a-z])([0-9])`) })
 
 // BoundaryTypo reports whether a checkpoint reason that is not a boundary
 // looks like a mistyped one (pre-wave1, Pre_Wave_2, pre-temepr), and the known
@@ -18,7 +19,7 @@ func BoundaryTypo(reason string) (string, bool) {
 	}
 	norm := strings.ToLower(strings.TrimSpace(reason))
 	norm = strings.NewReplacer("_", "-", " ", "-", ".", "-").Replace(norm)
-	norm = letterDigit.ReplaceAllString(norm, "$1-$2")
+	norm = letterDigit().ReplaceAllString(norm, "$1-$2")
 	norm = strings.ReplaceAll(norm, "--", "-")
 	if !strings.HasPrefix(norm, "pre-") && strings.HasPrefix(norm, "pre") {
 		norm = "pre-" + strings.TrimPrefix(norm, "pre")

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -68,7 +69,7 @@ func LoadState(scratch string, handoffDirs []string, modeFile string) (State, []
 // handoffName matches a phase handoff manifest, handoff-<A>-to-<B>.md, whatever
 // its phase tokens: build writes handoff-2-to-3.md, debugging
 // handoff-0-to-1.md, handoff-synthesis-to-3.md, handoff-3.5-to-4.md.
-var handoffName = regexp.MustCompile(`^handoff-(.+)-to-(.+)\.md$`)
+var handoffName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^handoff-(.+)-to-(.+)\.md$`) })
 
 type handoffFile struct {
 	path     string
@@ -117,7 +118,7 @@ func NewestHandoff(dirs []string) string {
 			continue
 		}
 		for _, e := range entries {
-			m := handoffName.FindStringSubmatch(e.Name())
+			m := handoffName().FindStringSubmatch(e.Name())
 			if m == nil || !e.Type().IsRegular() {
 				continue
 			}
@@ -211,8 +212,8 @@ func (st *State) fromCompressionState(text string) bool {
 			list = &next
 		case list != nil && strings.HasPrefix(line, "- "):
 			*list = append(*list, strings.TrimPrefix(line, "- "))
-		case list != nil && numbered.MatchString(line):
-			*list = append(*list, numbered.ReplaceAllString(line, ""))
+		case list != nil && numbered().MatchString(line):
+			*list = append(*list, numbered().ReplaceAllString(line, ""))
 		}
 	}
 	if st.Goal == "" {
@@ -230,9 +231,9 @@ func (st *State) fromCompressionState(text string) bool {
 	return true
 }
 
-var numbered = regexp.MustCompile(`^\d+\.\s+`)
+var numbered = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d+\.\s+`) })
 
-var shaRE = regexp.MustCompile(`\b[0-9a-f]{7,64}\b`)
+var shaRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b[0-9a-f]{7,64}\b`) })
 
 // parseModeFile reads the build mode file: "mode: refactor" or "mode: feature"
 // and the baseline commit, whose line format crucible leaves open (the first
@@ -245,7 +246,7 @@ func parseModeFile(text string) (mode, sha string) {
 			continue
 		}
 		if sha == "" {
-			sha = shaRE.FindString(strings.ToLower(line))
+			sha = shaRE().FindString(strings.ToLower(line))
 		}
 	}
 	return mode, sha

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -216,11 +217,11 @@ func namesTask(msg string, k int) bool {
 	return re.MatchString(msg)
 }
 
-var anyTask = regexp.MustCompile(`(?i)\btask[\s_-]*#?(\d+)\b`)
+var anyTask = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\btask[\s_-]*#?(\d+)\b`) })
 
 // namesOtherTask reports whether a commit message names a task other than k.
 func namesOtherTask(msg string, k int) bool {
-	for _, m := range anyTask.FindAllStringSubmatch(msg, -1) {
+	for _, m := range anyTask().FindAllStringSubmatch(msg, -1) {
 		if m[1] != strconv.Itoa(k) {
 			return true
 		}

@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -162,14 +163,14 @@ func setUsageErrors(cmds []*cli.Command) {
 	}
 }
 
-var flagNameRE = regexp.MustCompile(`flag -(-?)([A-Za-z0-9-]+)`)
+var flagNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`flag -(-?)([A-Za-z0-9-]+)`) })
 
 // onUsageError turns urfave's flag parse errors (a bad value) into exit 2 with
 // the flag spelled as users type it.
 func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
 	var flag string
-	msg := flagNameRE.ReplaceAllStringFunc(err.Error(), func(m string) string {
-		name := flagNameRE.FindStringSubmatch(m)[2]
+	msg := flagNameRE().ReplaceAllStringFunc(err.Error(), func(m string) string {
+		name := flagNameRE().FindStringSubmatch(m)[2]
 		if len(name) == 1 {
 			flag = "-" + name
 		} else {

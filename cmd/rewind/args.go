@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 )
@@ -168,10 +169,10 @@ func reorderArgs(app *cli.App, args []string) ([]string, error) {
 // looksLikeOption is argparse's test of a word after an option that takes a
 // value: it starts with '-' and is not a negative number.
 func looksLikeOption(s string) bool {
-	return len(s) > 1 && s[0] == '-' && !negativeNumber.MatchString(s)
+	return len(s) > 1 && s[0] == '-' && !negativeNumber().MatchString(s)
 }
 
-var negativeNumber = regexp.MustCompile(`^-\d+$|^-\d*\.\d+$`)
+var negativeNumber = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^-\d+$|^-\d*\.\d+$`) })
 
 func flagTable(flags []cli.Flag) map[string]cli.Flag {
 	t := map[string]cli.Flag{}

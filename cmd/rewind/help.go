@@ -10,6 +10,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 )
@@ -266,7 +267,7 @@ var examples = map[string][]string{
 	"state set":          {"rewind state set --phase ARCHITECTURE --status in_progress"},
 }
 
-var placeholderRE = regexp.MustCompile("`([^`]+)`")
+var placeholderRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("`([^`]+)`") })
 
 // flagRows renders flags as help rows: names with the value's placeholder, then
 // the usage with its real default and environment variables.
@@ -283,13 +284,13 @@ func flagRows(flags []cli.Flag) [][2]string {
 		usage := d.GetUsage()
 		placeholder := ""
 		if d.TakesValue() {
-			if m := placeholderRE.FindStringSubmatch(usage); m != nil {
+			if m := placeholderRE().FindStringSubmatch(usage); m != nil {
 				placeholder = m[1]
 			} else {
 				placeholder = defaultPlaceholder(f)
 			}
 		}
-		usage = placeholderRE.ReplaceAllString(usage, "$1")
+		usage = placeholderRE().ReplaceAllString(usage, "$1")
 		var names []string
 		for i, n := range f.Names() {
 			dash := "--"

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // droppedKeys are the timestamp keys cool-workflow's normalizeValue drops at
@@ -27,22 +28,26 @@ const jsSpace = `\t\n\v\f\r \x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{20
 
 // scrubs are normalizeString's replacements, applied in this order to every
 // string.
-var scrubs = []struct {
+var scrubs = sync.OnceValue(func() []scrub {
+	return []scrub{
+		{regexp.MustCompile(`[0-9]{8}T[0-9]{6}Z`), "<timestamp>"},
+		{regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z`), "<timestamp>"},
+		{regexp.MustCompile(`/[^"` + jsSpace + `]+/\.cw/runs/[^"` + jsSpace + `/]+`), "<run-dir>"},
+		{regexp.MustCompile(`/[^"` + jsSpace + `]+/\.cw/evals/[^"` + jsSpace + `/]+`), "<eval-dir>"},
+		{regexp.MustCompile(`/var/folders/[^"` + jsSpace + `]+|/tmp/[^"` + jsSpace + `]+|/private/tmp/[^"` + jsSpace + `]+`), "<tmp>"},
+	}
+})
+
+type scrub struct {
 	re   *regexp.Regexp
 	repl string
-}{
-	{regexp.MustCompile(`[0-9]{8}T[0-9]{6}Z`), "<timestamp>"},
-	{regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z`), "<timestamp>"},
-	{regexp.MustCompile(`/[^"` + jsSpace + `]+/\.cw/runs/[^"` + jsSpace + `/]+`), "<run-dir>"},
-	{regexp.MustCompile(`/[^"` + jsSpace + `]+/\.cw/evals/[^"` + jsSpace + `/]+`), "<eval-dir>"},
-	{regexp.MustCompile(`/var/folders/[^"` + jsSpace + `]+|/tmp/[^"` + jsSpace + `]+|/private/tmp/[^"` + jsSpace + `]+`), "<tmp>"},
 }
 
 // NormalizeString scrubs timestamps and run, eval and temporary directory
 // paths out of s, as cool-workflow's normalizeString does (paths under /home
 // or /Users are kept).
 func NormalizeString(s string) string {
-	for _, sc := range scrubs {
+	for _, sc := range scrubs() {
 		if sc.re.MatchString(s) {
 			s = sc.re.ReplaceAllLiteralString(s, sc.repl)
 		}

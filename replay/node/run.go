@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/rewind-cli/rewind/manifest"
 )
@@ -85,7 +86,7 @@ func (r *Run) add(n *Node) {
 var ErrNoRun = errors.New("not a cool-workflow run (no state.json) nor a dispatch directory (no manifest.jsonl)")
 
 // safeRunID is cool-workflow's rule for a run id: one path segment.
-var safeRunID = regexp.MustCompile(`^[A-Za-z0-9._:-]+$`)
+var safeRunID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._:-]+$`) })
 
 // Open resolves path and reads its run: a cool-workflow run directory or its
 // state.json; a cool-workflow run id, looked up in <workTree>/.cw/runs/; or
@@ -100,7 +101,7 @@ func Open(path, workTree string) (*Run, error) {
 		return openCoolWorkflow(path, workTree)
 	case statErr == nil && !fi.IsDir() && filepath.Base(path) == "state.json":
 		return openCoolWorkflow(filepath.Dir(path), workTree)
-	case statErr != nil && safeRunID.MatchString(path) && path != "." && path != "..":
+	case statErr != nil && safeRunID().MatchString(path) && path != "." && path != "..":
 		dir := filepath.Join(workTree, ".cw", "runs", path)
 		if isFile(filepath.Join(dir, "state.json")) {
 			return openCoolWorkflow(dir, workTree)
@@ -135,11 +136,11 @@ func (r *Run) nodeDir(nodeID string) string {
 	return filepath.Join(r.snapshotsDir(), SafeFileName(nodeID))
 }
 
-var unsafeRun = regexp.MustCompile(`[^a-zA-Z0-9_.:-]+`)
+var unsafeRun = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-zA-Z0-9_.:-]+`) })
 
 // SafeFileName is cool-workflow's safeFileName: every run of characters
 // outside [a-zA-Z0-9_.:-] becomes one "_".
-func SafeFileName(s string) string { return unsafeRun.ReplaceAllLiteralString(s, "_") }
+func SafeFileName(s string) string { return unsafeRun().ReplaceAllLiteralString(s, "_") }
 
 // maxFileName is the longest file name Linux and macOS file systems take,
 // in bytes.

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -193,7 +194,7 @@ type ArchiveResult struct {
 	Removed []string // the archives deleted beyond the newest ArchiveKeep
 }
 
-var archiveNameRE = regexp.MustCompile(`^(.+)_(\d{8}T\d{6}Z)(?:-(\d+))?$`)
+var archiveNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(.+)_(\d{8}T\d{6}Z)(?:-(\d+))?$`) })
 
 // archiveStamp is the timestamp in an archive's name, sortable as text.
 const archiveStamp = "20060102T150405Z"
@@ -219,7 +220,7 @@ func listArchives(archives string) ([]archiveEntry, error) {
 	}
 	var list []archiveEntry
 	for _, e := range entries {
-		m := archiveNameRE.FindStringSubmatch(e.Name())
+		m := archiveNameRE().FindStringSubmatch(e.Name())
 		if !e.IsDir() || m == nil {
 			continue
 		}
@@ -284,7 +285,7 @@ func Archive(root string, now time.Time, keep int) (*ArchiveResult, error) {
 	suffix := 0 // the highest -N of base there (1 for base itself)
 	for _, a := range existing {
 		seq = max(seq, a.seq)
-		if m := archiveNameRE.FindStringSubmatch(a.name); m != nil && m[1]+"_"+m[2] == base {
+		if m := archiveNameRE().FindStringSubmatch(a.name); m != nil && m[1]+"_"+m[2] == base {
 			suffix = max(suffix, max(a.n, 1))
 		}
 	}
@@ -386,11 +387,11 @@ func removeTempDirs(archives string) {
 	}
 }
 
-var unsafeNameRE = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var unsafeNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
 // safeName makes a workflow id usable as part of a directory name.
 func safeName(id string) string {
-	s := strings.Trim(unsafeNameRE.ReplaceAllString(id, "_"), ".")
+	s := strings.Trim(unsafeNameRE().ReplaceAllString(id, "_"), ".")
 	if len(s) > 100 {
 		s = s[:100]
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -137,11 +138,13 @@ func (p *Playbook) ClearedCheckpoints() []string {
 }
 
 var (
-	headerKeyRE = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*):(?:[ \t]+(.*))?$`)
-	checkItemRE = regexp.MustCompile(`^[-*][ \t]+\[([ xX])\][ \t]*(.*)$`)
+	headerKeyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*):(?:[ \t]+(.*))?$`) })
+	checkItemRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[-*][ \t]+\[([ xX])\][ \t]*(.*)$`) })
 	// The separators a Completed Stages line may put between stage and artifact:
 	// an em dash as the playbook writes it, an en dash, " - ", " -- " or ": ".
-	artifactSepRE = regexp.MustCompile(`^(\S+)(?:[ \t]+(?:—|–|--|-)[ \t]+|:[ \t]+)(.*)$`)
+	artifactSepRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(\S+)(?:[ \t]+(?:—|–|--|-)[ \t]+|:[ \t]+)(.*)$`)
+	})
 )
 
 // Section names, as the headings spell them (matched without regard to case).
@@ -195,7 +198,7 @@ func ParsePlaybook(file string, data []byte) (*Playbook, error) {
 		if l == "" || strings.HasPrefix(l, "# ") || l == "#" || (strings.HasPrefix(l, "<!--") && strings.HasSuffix(l, "-->")) {
 			continue
 		}
-		m := headerKeyRE.FindStringSubmatch(l)
+		m := headerKeyRE().FindStringSubmatch(l)
 		if m == nil {
 			return nil, perr(i+1, "not a `key: value` line in the header: %q", clip(l))
 		}
@@ -245,7 +248,7 @@ func ParsePlaybook(file string, data []byte) (*Playbook, error) {
 			if l == "" {
 				continue
 			}
-			m := checkItemRE.FindStringSubmatch(l)
+			m := checkItemRE().FindStringSubmatch(l)
 			if m == nil || strings.TrimSpace(m[2]) == "" {
 				return nil, perr(i+1, "not a human checkpoint line (`- [x] <checkpoint>` or `- [ ] <checkpoint>`): %q", clip(l))
 			}
@@ -264,13 +267,13 @@ func ParsePlaybook(file string, data []byte) (*Playbook, error) {
 }
 
 func parseStageEntry(l string) (StageEntry, error) {
-	m := checkItemRE.FindStringSubmatch(l)
+	m := checkItemRE().FindStringSubmatch(l)
 	if m == nil {
 		return StageEntry{}, fmt.Errorf("not a completed stage line (`- [x] <stage> — <artifact path>`): %q", clip(l))
 	}
 	e := StageEntry{Done: m[1] != " "}
 	rest := strings.TrimSpace(m[2])
-	if sm := artifactSepRE.FindStringSubmatch(rest); sm != nil {
+	if sm := artifactSepRE().FindStringSubmatch(rest); sm != nil {
 		e.Stage, e.Artifact = sm[1], strings.TrimSpace(sm[2])
 	} else {
 		e.Stage = rest
@@ -396,7 +399,7 @@ func (p *Playbook) setStageDone(stage, artifact string, done bool) {
 		if e.Stage != stage {
 			continue
 		}
-		m := checkItemRE.FindStringSubmatchIndex(strings.TrimSpace(p.lines[e.line]))
+		m := checkItemRE().FindStringSubmatchIndex(strings.TrimSpace(p.lines[e.line]))
 		indent := p.lines[e.line][:len(p.lines[e.line])-len(strings.TrimLeft(p.lines[e.line], " \t"))]
 		trimmed := strings.TrimSpace(p.lines[e.line])
 		p.lines[e.line] = indent + trimmed[:m[2]-1] + box + trimmed[m[3]+1:]

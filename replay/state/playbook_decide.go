@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -386,9 +387,11 @@ func artifactComplete(stage, path string) (bool, string) {
 }
 
 var (
-	headingRE   = regexp.MustCompile(`^(#{1,6})\s+(.*)$`)
-	tableSepRE  = regexp.MustCompile(`^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?$`)
-	pendingCell = regexp.MustCompile(`(?i)^(\[ \]|todo|tbd|pending|\?+|…|\.\.\.|-|—)$`)
+	headingRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(#{1,6})\s+(.*)$`) })
+	tableSepRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?$`) })
+	pendingCell = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^(\[ \]|todo|tbd|pending|\?+|…|\.\.\.|-|—)$`)
+	})
 )
 
 // constitutionCheckComplete reads an ADR for a completed Constitution Check
@@ -407,7 +410,7 @@ func constitutionCheckComplete(adr string) (bool, string) {
 	sawSep := false
 	for sc.Scan() {
 		l := strings.TrimSpace(sc.Text())
-		if m := headingRE.FindStringSubmatch(l); m != nil {
+		if m := headingRE().FindStringSubmatch(l); m != nil {
 			if level > 0 && len(m[1]) <= level {
 				break
 			}
@@ -422,7 +425,7 @@ func constitutionCheckComplete(adr string) (bool, string) {
 			}
 			continue
 		}
-		if tableSepRE.MatchString(l) {
+		if tableSepRE().MatchString(l) {
 			sawSep = true
 			continue
 		}
@@ -440,7 +443,7 @@ func constitutionCheckComplete(adr string) (bool, string) {
 	}
 	for i, r := range rows {
 		for _, cell := range r {
-			if cell == "" || pendingCell.MatchString(cell) {
+			if cell == "" || pendingCell().MatchString(cell) {
 				return false, fmt.Sprintf("row %d of the Constitution Check table is not filled in", i+1)
 			}
 		}
