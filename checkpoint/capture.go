@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rewind-cli/rewind/gitexec"
@@ -63,6 +64,7 @@ type capture struct {
 	skipped []Skipped
 	held    *held       // what the rule held, and the repositories it found
 	inTree  sortedPaths // the paths of tree
+	looked  []verdict   // what the walk saw of each path of inTree, in its order
 	meta    *meta
 	// imported is the pack an import wrote: see keepImport
 	imported importedPack
@@ -319,6 +321,7 @@ func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error
 	skipped = append(skipped, h.unreadable...)
 	c := &capture{skipped: skipped, files: len(keep), held: h}
 	c.inTree = make(sortedPaths, len(keep)) // keep is in order
+	c.looked = keep
 	var update []string
 	var fresh []verdict // regular files to hash
 	var restat []string // files held by id and unchanged, to get git's stat data (refresh)
@@ -1142,6 +1145,22 @@ func parallel(fns ...func() error) error {
 		}
 	}
 	return nil
+}
+
+// changedSince reports whether the file at rel, as fi says it is now, is
+// not the one the capture read: a path of its tree whose stat data is not
+// what its walk saw (to the nanosecond, its ctime among it). A path the
+// capture did not hold is not judged, nor a file with other hard links (a
+// restore's removal of one moves the others' ctime).
+func (c *capture) changedSince(rel string, fi os.FileInfo) bool {
+	i, ok := slices.BinarySearch(c.inTree, rel)
+	if !ok || i >= len(c.looked) {
+		return false
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return false
+	}
+	return keyOf(fi) != c.looked[i].key
 }
 
 // sortedPaths are paths in order, looked up by binary search: a capture

@@ -708,15 +708,20 @@ func (s *Store) checkHeld(target *Checkpoint, entries map[string]string, files [
 // checkpoint's empty directories, and the permission bits it recorded.
 func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView, p *restorePlan, w *restoreWrites, target *Checkpoint, cur *capture, files []string) error {
 	emptied := map[string]bool{}
+	var changed []string // files changed since the safety checkpoint read them: left as they are
 	for i, r := range p.remove {
 		if i%256 == 0 || i == len(p.remove)-1 {
 			s.progress("removing files", i+1, len(p.remove))
 		}
-		full, err := s.inside(r)
-		if err != nil {
+		if _, err := s.inside(r); err != nil {
 			return err
 		}
-		if err := os.Remove(full); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if fi, err := os.Lstat(filepath.Join(s.WorkTree, r)); err == nil && cur.changedSince(r, fi) {
+			changed = append(changed, r)
+			continue
+		}
+		beforeRemove(r)
+		if err := removeBeneath(s.WorkTree, r); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove %s: %w", r, err)
 		}
 		for d := path.Dir(r); d != "." && !v.hasDir(d); d = path.Dir(d) {
@@ -730,7 +735,7 @@ func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView,
 	for i := len(p.rmdir) - 1; i >= 0; i-- {
 		if full, err := s.inside(p.rmdir[i]); err == nil {
 			if fi, err := os.Lstat(full); err == nil && fi.IsDir() {
-				os.Remove(full) // only when empty
+				rmdirBeneath(s.WorkTree, p.rmdir[i]) // only when empty
 			}
 		}
 		for d := path.Dir(p.rmdir[i]); d != "." && !v.hasDir(d); d = path.Dir(d) {
@@ -758,7 +763,7 @@ func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView,
 	}
 	sort.Slice(byDepth, func(i, j int) bool { return strings.Count(byDepth[i], "/") > strings.Count(byDepth[j], "/") })
 	for _, d := range byDepth {
-		os.Remove(filepath.Join(s.WorkTree, d)) // only when empty
+		rmdirBeneath(s.WorkTree, d) // only when empty
 	}
 	// Without recorded bits (an older checkpoint), a file rewritten in place
 	// keeps its bits beyond the executable one.
@@ -777,9 +782,11 @@ func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView,
 		old := unix.Umask(0o077)
 		defer unix.Umask(old)
 	}
-	if err := s.write(ctx, staged, v, w, len(p.write)); err != nil {
+	unwritten, err := s.write(ctx, staged, v, w, len(p.write))
+	if err != nil {
 		return err
 	}
+	changed = append(changed, unwritten...)
 	for _, d := range p.mkdir {
 		// Never through a symlink: what is there now decides, after the
 		// removals.
@@ -791,7 +798,14 @@ func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView,
 			s.warn("did not make the directory %s: %v", d, err)
 		}
 	}
-	return s.setPerms(v, p, target, cur, oldPerms)
+	sort.Strings(changed)
+	if err := s.setPerms(v, p, target, cur, oldPerms, changed); err != nil {
+		return err
+	}
+	if len(changed) > 0 {
+		return fmt.Errorf("restore left %s as it is: changed after the safety checkpoint read it, its content in no checkpoint (restore again: its safety checkpoint holds it)", strings.Join(changed, ", "))
+	}
+	return nil
 }
 
 // restoreWrites are a restore's writes, worked out before the first change:
@@ -897,12 +911,15 @@ func (s *Store) lstatInside(rel string) (*unix.Stat_t, error) {
 // checkout-index those it writes from the scratch index and any file that
 // was no longer fit to be written in place (changed since prepareWrites
 // looked: it is staged now).
-func (s *Store) write(ctx context.Context, staged gitexec.Shadow, v *targetView, w *restoreWrites, total int) error {
+//
+// A file changed since the safety checkpoint read it is not written: its
+// path is among unwritten.
+func (s *Store) write(ctx context.Context, staged gitexec.Shadow, v *targetView, w *restoreWrites, total int) (unwritten []string, err error) {
 	done := new(atomic.Int64)
 	var late []string
 	var mu sync.Mutex
 	forEach(len(w.rewrite), func(i int) {
-		if s.rewriteInPlace(w.rewrite[i]) {
+		if s.rewriteInPlace(w.rewrite[i], v.cur) {
 			s.progress("writing files", int(done.Add(1)), total)
 			return
 		}
@@ -914,30 +931,35 @@ func (s *Store) write(ctx context.Context, staged gitexec.Shadow, v *targetView,
 	if len(late) > 0 {
 		sort.Strings(late)
 		if err := stage(ctx, staged, v.entries, late); err != nil {
-			return err
+			return nil, err
 		}
 		checkout = append(slices.Clip(checkout), late...)
 	}
-	checkout, made := s.unlinkWrites(checkout)
+	checkout, made, unwritten := s.unlinkWrites(checkout, v.cur)
 	if err := s.checkout(ctx, staged, v.entries, checkout, done, total); err != nil {
-		return err
+		return nil, err
 	}
 	if len(made) > 0 {
-		return fmt.Errorf("restore could not write %s: a directory with files in it was made there while the restore wrote, and is left as it is (restore again, or undo with the safety checkpoint)", strings.Join(made, ", "))
+		return nil, fmt.Errorf("restore could not write %s: a directory with files in it was made there while the restore wrote, and is left as it is (restore again, or undo with the safety checkpoint)", strings.Join(made, ", "))
 	}
-	return nil
+	return unwritten, nil
 }
 
 // beforeInPlace runs before a restore opens a file to write it in place.
 // (A test changes the file or a parent there meanwhile.)
 var beforeInPlace = func(string) {}
 
+// beforeRemove runs before a restore removes a file, after it checked its
+// path and the file. (A test makes a parent a symlink there, or changes
+// another file the restore removes next.)
+var beforeRemove = func(string) {}
+
 // rewriteInPlace writes r's content into the file there, if that is still a
 // file inPlace allows (looked at through the open descriptor: never through
 // a symlink). It reports false, having written nothing, when it is not; a
 // write that fails midway reports false too, and checkout-index writes the
 // file anew.
-func (s *Store) rewriteInPlace(r rewrite) bool {
+func (s *Store) rewriteInPlace(r rewrite, cur *capture) bool {
 	beforeInPlace(r.path)
 	// Opened a name at a time, each without following a symlink: a parent
 	// that is one (or was swapped for one since prepareWrites looked) fails
@@ -951,6 +973,9 @@ func (s *Store) rewriteInPlace(r rewrite) bool {
 	if unix.Fstat(int(f.Fd()), &st) != nil || !inPlace(&st, r.perm) {
 		return false
 	}
+	if fi, err := f.Stat(); err != nil || cur.changedSince(r.path, fi) {
+		return false // unlinkWrites leaves it
+	}
 	if _, err := f.WriteAt(r.data, 0); err != nil {
 		return false
 	}
@@ -961,30 +986,77 @@ func (s *Store) rewriteInPlace(r rewrite) bool {
 // opening each directory on the way by its name in the one above without
 // following a symlink, and the file itself without following one either.
 func openBeneath(root, rel string, flag int) (*os.File, error) {
-	names := strings.Split(rel, "/")
-	for _, n := range names {
-		if n == "" || n == "." || n == ".." {
-			return nil, fmt.Errorf("%s: not a path below the work tree", rel)
-		}
-	}
-	dir, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	dir, name, err := openParentBeneath(root, rel)
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range names[:len(names)-1] {
-		next, err := unix.Openat(dir, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		unix.Close(dir)
-		if err != nil {
-			return nil, err
-		}
-		dir = next
-	}
-	fd, err := unix.Openat(dir, names[len(names)-1], flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(dir, name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	unix.Close(dir)
 	if err != nil {
 		return nil, err
 	}
 	return os.NewFile(uintptr(fd), filepath.Join(root, filepath.FromSlash(rel))), nil
+}
+
+// openParentBeneath opens the directory that holds rel (slash-separated,
+// below root) as openBeneath opens it, and returns it with rel's last name.
+func openParentBeneath(root, rel string) (dir int, name string, err error) {
+	names := strings.Split(rel, "/")
+	for _, n := range names {
+		if n == "" || n == "." || n == ".." {
+			return -1, "", fmt.Errorf("%s: not a path below the work tree", rel)
+		}
+	}
+	dir, err = unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, "", err
+	}
+	for _, n := range names[:len(names)-1] {
+		next, err := unix.Openat(dir, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(dir)
+		if err != nil {
+			return -1, "", err
+		}
+		dir = next
+	}
+	return dir, names[len(names)-1], nil
+}
+
+// removeBeneath removes the file, symlink or empty directory rel (below
+// root) as os.Remove removes a path, in its parent opened as openBeneath
+// opens it. The restore's removals check their path first (inside), but a
+// parent made a symlink after that, by another writer of the work tree,
+// would have os.Remove of the path follow it out of the work tree; here it
+// fails the removal.
+func removeBeneath(root, rel string) error {
+	dir, name, err := openParentBeneath(root, rel)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	err = unix.Unlinkat(dir, name, 0)
+	if err == nil {
+		return nil
+	}
+	// As os.Remove: unlink of a directory fails differently on each
+	// system, rmdir of a file fails with ENOTDIR everywhere.
+	rmErr := unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
+	if rmErr == nil {
+		return nil
+	}
+	if rmErr != unix.ENOTDIR {
+		err = rmErr
+	}
+	return err
+}
+
+// rmdirBeneath removes the directory rel below root when it is empty, as
+// removeBeneath removes it; a failure leaves it.
+func rmdirBeneath(root, rel string) {
+	if dir, name, err := openParentBeneath(root, rel); err == nil {
+		unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
+		unix.Close(dir)
+	}
 }
 
 // unlinkWrites deletes the files and symlinks checkout-index is about to
@@ -999,11 +1071,12 @@ func openBeneath(root, rel string, flag int) (*os.File, error) {
 // removals leave nothing but empty directories there (inTheWay): a
 // directory holding anything else now was made since, by someone else, and
 // is taken out of the writes (made) and left as it is.
-func (s *Store) unlinkWrites(write []string) (kept, made []string) {
+func (s *Store) unlinkWrites(write []string, cur *capture) (kept, made, changed []string) {
 	// More workers than CPUs: a deletion mostly waits on the device.
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	leave := make([]bool, len(write))
+	edited := make([]bool, len(write))
 	for range min(16, len(write)) {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < len(write); i = int(next.Add(1)) - 1 {
@@ -1013,8 +1086,10 @@ func (s *Store) unlinkWrites(write []string) (kept, made []string) {
 				}
 				switch fi, err := os.Lstat(full); {
 				case err != nil:
+				case cur.changedSince(write[i], fi):
+					edited[i] = true
 				case !fi.IsDir():
-					os.Remove(full)
+					removeBeneath(s.WorkTree, write[i])
 				case !onlyDirectories(full):
 					leave[i] = true
 				}
@@ -1023,13 +1098,16 @@ func (s *Store) unlinkWrites(write []string) (kept, made []string) {
 	}
 	wg.Wait()
 	for i, w := range write {
-		if leave[i] {
+		switch {
+		case leave[i]:
 			made = append(made, w)
-		} else {
+		case edited[i]:
+			changed = append(changed, w)
+		default:
 			kept = append(kept, w)
 		}
 	}
-	return kept, made
+	return kept, made, changed
 }
 
 // onlyDirectories reports whether nothing but directories is at and below
@@ -1175,10 +1253,15 @@ func (s *Store) permChanges(v *targetView, p *restorePlan, target *Checkpoint, c
 
 // setPerms gives files and directories the bits the checkpoint recorded, after
 // the writes. Without recorded bits (an older checkpoint), a file rewritten in
-// place keeps its bits beyond the executable one (oldPerms).
-func (s *Store) setPerms(v *targetView, p *restorePlan, target *Checkpoint, cur *capture, oldPerms map[string]os.FileMode) error {
-	changes := s.permChanges(v, p, target, cur, false)
+// place keeps its bits beyond the executable one (oldPerms). The files the
+// restore left as they are (left, in order) keep their bits too.
+func (s *Store) setPerms(v *targetView, p *restorePlan, target *Checkpoint, cur *capture, oldPerms map[string]os.FileMode, left []string) error {
+	isLeft := func(p string) bool { _, found := slices.BinarySearch(left, p); return found }
+	changes := slices.DeleteFunc(s.permChanges(v, p, target, cur, false), func(c permChange) bool { return isLeft(c.path) })
 	for w, old := range oldPerms {
+		if isLeft(w) {
+			continue
+		}
 		if fi, err := os.Lstat(filepath.Join(s.WorkTree, w)); err == nil && fi.Mode().IsRegular() {
 			if want := old&^0o111 | fi.Mode().Perm()&0o111; want != fi.Mode().Perm() {
 				changes = append(changes, permChange{w, want, false})

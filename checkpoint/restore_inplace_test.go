@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,27 +18,30 @@ import (
 // there: the same inode, its directory untouched. When the file is no longer
 // fit for that by the time the restore opens it (made a hard link to a file
 // outside the tree, a symlink to one, given other bits), the restore writes
-// it anew as checkout-index does, and the file outside is never written.
+// it anew as checkout-index does, and the file outside is never written. A
+// file changed so after the safety checkpoint read it (not a hard link: see
+// changedSince) is first left as it is, and written by the next restore.
 func TestRestoreWritesInPlace(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		inPlace bool
+		left    bool // by the first restore
 		change  func(t *testing.T, full, outside string)
 	}{
-		{"unchanged meanwhile", true, nil},
-		{"made a hard link to a file outside", false, func(t *testing.T, full, outside string) {
+		{"unchanged meanwhile", true, false, nil},
+		{"made a hard link to a file outside", false, false, func(t *testing.T, full, outside string) {
 			os.Remove(full)
 			if err := os.Link(outside, full); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"made a symlink to a file outside", false, func(t *testing.T, full, outside string) {
+		{"made a symlink to a file outside", false, true, func(t *testing.T, full, outside string) {
 			os.Remove(full)
 			if err := os.Symlink(outside, full); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"given other bits", false, func(t *testing.T, full, _ string) {
+		{"given other bits", false, true, func(t *testing.T, full, _ string) {
 			if err := os.Chmod(full, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -82,6 +86,18 @@ func TestRestoreWritesInPlace(t *testing.T) {
 			}
 			defer func() { beforeInPlace = func(string) {} }()
 			res, err := s.Restore(ctx, "target", RestoreOptions{})
+			if tc.left {
+				if err == nil || !strings.Contains(err.Error(), "restore left sub/a.txt as it is: changed after the safety checkpoint") {
+					t.Fatalf("the restore's error: %v, want one leaving sub/a.txt", err)
+				}
+				if got, _ := os.ReadFile(outside); string(got) != "outside\n" {
+					t.Errorf("the file outside the tree is now %q", got)
+				}
+				// Restored again: not a file to write in place now.
+				called = 1
+				beforeInPlace = func(string) { called++ }
+				res, err = s.Restore(ctx, "target", RestoreOptions{})
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -261,5 +277,158 @@ func TestRestoreFileOverDirectoryOfFiles(t *testing.T) {
 				t.Errorf("not exact: %s", d)
 			}
 		})
+	}
+}
+
+// A parent of a file the restore removes, made a symlink to a directory
+// outside the work tree after the restore checked the path, is not
+// followed: the file of the same name out there stays, the restore fails
+// naming the file, and a second restore makes the tree exact without
+// touching it either.
+func TestRestoreRemovalNeverFollowsSymlinkMadeMeanwhile(t *testing.T) {
+	defer func() { beforeRemove = func(string) {} }()
+	ctx := context.Background()
+	s, wt := newStore(t)
+	mustWrite(t, filepath.Join(wt, "sub", "keep.txt"), "keep\n")
+	if _, err := s.Create(ctx, CreateOptions{Reason: "target", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	target := listing(t, wt, true)
+	mustWrite(t, filepath.Join(wt, "sub", "extra.txt"), "not in the target\n")
+	outside := t.TempDir()
+	precious := filepath.Join(outside, "extra.txt")
+	mustWrite(t, precious, "outside the work tree\n")
+	beforeRemove = func(p string) {
+		if p == "sub/extra.txt" {
+			if err := os.Rename(filepath.Join(wt, "sub"), filepath.Join(t.TempDir(), "moved")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, filepath.Join(wt, "sub")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	_, err := s.Restore(ctx, "target", RestoreOptions{})
+	if err == nil || !strings.Contains(err.Error(), "remove sub/extra.txt") {
+		t.Errorf("the restore's error: %v, want one naming sub/extra.txt", err)
+	}
+	if got, err := os.ReadFile(precious); string(got) != "outside the work tree\n" {
+		t.Fatalf("the file outside the work tree, behind a parent made a symlink: %q %v", got, err)
+	}
+	beforeRemove = func(string) {}
+	if _, err := s.Restore(ctx, "target", RestoreOptions{}); err != nil {
+		t.Fatalf("restored again: %v", err)
+	}
+	if d := diffMaps(target, listing(t, wt, true)); d != "" {
+		t.Errorf("restored again, not exact: %s", d)
+	}
+	if got, err := os.ReadFile(precious); string(got) != "outside the work tree\n" {
+		t.Fatalf("the file outside the work tree, after the second restore: %q %v", got, err)
+	}
+}
+
+// removeBeneath removes what os.Remove removes (a file, a symlink, an
+// empty directory; not a directory with anything in it), errs as it does
+// on a missing path, and never through a symlinked parent; rmdirBeneath
+// removes only an empty directory.
+func TestRemoveBeneath(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	mustWrite(t, filepath.Join(root, "d", "f"), "f\n")
+	mustWrite(t, filepath.Join(root, "d", "full", "g"), "g\n")
+	mustWrite(t, filepath.Join(outside, "f"), "outside\n")
+	os.Mkdir(filepath.Join(root, "d", "empty"), 0o755)
+	os.Mkdir(filepath.Join(outside, "empty"), 0o755)
+	os.Symlink("f", filepath.Join(root, "d", "link"))
+	os.Symlink(outside, filepath.Join(root, "away"))
+	for _, p := range []string{"d/f", "d/link", "d/empty"} {
+		if err := removeBeneath(root, p); err != nil {
+			t.Errorf("remove %s: %v", p, err)
+		}
+		if _, err := os.Lstat(filepath.Join(root, p)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is still there (%v)", p, err)
+		}
+	}
+	if err := removeBeneath(root, "d/full"); err == nil {
+		t.Error("a directory with a file in it was removed")
+	}
+	if err := removeBeneath(root, "d/gone"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing file: %v", err)
+	}
+	rmdirBeneath(root, "d/full")
+	rmdirBeneath(root, "away/empty")
+	if err := removeBeneath(root, "away/f"); err == nil {
+		t.Error("removed through a symlinked parent")
+	}
+	for _, p := range []string{filepath.Join(root, "d", "full", "g"), filepath.Join(outside, "f"), filepath.Join(outside, "empty")} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
+
+// A file changed after the safety checkpoint read it, before the restore
+// removes or writes it, is left as it is (its content is in no
+// checkpoint): the one removed, the one written in place, the one written
+// by checkout-index. The restore writes the rest and fails naming them; a
+// second restore, whose safety checkpoint holds them, makes the tree exact.
+func TestRestoreLeavesFileChangedAfterSafetyCheckpoint(t *testing.T) {
+	defer func() { beforeRemove, beforeInPlace = func(string) {}, func(string) {} }()
+	ctx := context.Background()
+	s, wt := newStore(t)
+	in := func(p string) string { return filepath.Join(wt, p) }
+	mustWrite(t, in("a.txt"), "target a\n")
+	mustWrite(t, in("b.txt"), "target b\n")
+	mustWrite(t, in("c.txt"), "target c\n")
+	if _, err := s.Create(ctx, CreateOptions{Reason: "target", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	target := listing(t, wt, true)
+	mustWrite(t, in("a.txt"), "a since\n") // written in place
+	mustWrite(t, in("b.txt"), "b since\n")
+	if err := os.Chmod(in("b.txt"), 0o600); err != nil { // not in place: checkout-index
+		t.Fatal(err)
+	}
+	mustWrite(t, in("c.txt"), "c since\n")
+	mustWrite(t, in("extra.txt"), "not in the target\n") // removed
+	mustWrite(t, in("extra2.txt"), "not in the target\n")
+	edit := func(p string) {
+		time.Sleep(10 * time.Millisecond) // a ctime of its own
+		mustWrite(t, in(p), p+" edited meanwhile\n")
+	}
+	beforeRemove = func(p string) {
+		if p == "extra.txt" {
+			edit("extra2.txt") // removed next
+		}
+	}
+	beforeInPlace = func(p string) {
+		if p == "a.txt" {
+			edit("a.txt")
+			edit("b.txt")
+		}
+	}
+	_, err := s.Restore(ctx, "target", RestoreOptions{})
+	if err == nil || !strings.Contains(err.Error(), "restore left a.txt, b.txt, extra2.txt as it is: changed after the safety checkpoint read it") {
+		t.Errorf("the restore's error: %v, want one naming a.txt, b.txt and extra2.txt", err)
+	}
+	for _, p := range []string{"a.txt", "b.txt", "extra2.txt"} {
+		if got, err := os.ReadFile(in(p)); string(got) != p+" edited meanwhile\n" {
+			t.Errorf("%s, changed after the safety checkpoint: %q %v", p, got, err)
+		}
+	}
+	if fi, err := os.Lstat(in("b.txt")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("b.txt, left as it is, its bits too: %v %v", fi.Mode(), err)
+	}
+	if got, err := os.ReadFile(in("c.txt")); string(got) != "target c\n" {
+		t.Errorf("c.txt, written beside them: %q %v", got, err)
+	}
+	if _, err := os.Lstat(in("extra.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("extra.txt, removed beside them: %v", err)
+	}
+	beforeRemove, beforeInPlace = func(string) {}, func(string) {}
+	if _, err := s.Restore(ctx, "target", RestoreOptions{}); err != nil {
+		t.Fatalf("restored again: %v", err)
+	}
+	if d := diffMaps(target, listing(t, wt, true)); d != "" {
+		t.Errorf("restored again, not exact: %s", d)
 	}
 }
