@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/rewind-cli/rewind/gitexec"
@@ -177,6 +176,9 @@ func (s *Store) compactIndex(ctx context.Context) error {
 
 func (s *Store) captureOnce(ctx context.Context, maxSize int64) (*capture, error) {
 	s.cacheWrites.Wait() // an earlier capture's, in this process
+	if _, local := fsKind(s.WorkTree); !local {
+		lstatOrdinary() // see fstatat
+	}
 	// Files changed from here on may have been hashed in the same second as
 	// their change; see the end.
 	start := time.Now()
@@ -1149,18 +1151,17 @@ func parallel(fns ...func() error) error {
 
 // changedSince reports whether the file at rel, as fi says it is now, is
 // not the one the capture read: a path of its tree whose stat data is not
-// what its walk saw (to the nanosecond, its ctime among it). A path the
-// capture did not hold is not judged, nor a file with other hard links (a
-// restore's removal of one moves the others' ctime).
+// what its walk saw (its mtime to the nanosecond, its size, inode, mode
+// and owner). Not its ctime: a restore's removal of a hard link of the same
+// file moves it. A path the capture did not hold is not judged.
 func (c *capture) changedSince(rel string, fi os.FileInfo) bool {
 	i, ok := slices.BinarySearch(c.inTree, rel)
 	if !ok || i >= len(c.looked) {
 		return false
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
-		return false
-	}
-	return keyOf(fi) != c.looked[i].key
+	now, then := keyOf(fi), c.looked[i].key
+	now.ctime, then.ctime = 0, 0
+	return now != then
 }
 
 // sortedPaths are paths in order, looked up by binary search: a capture

@@ -56,3 +56,9 @@ var lstatWaitsMax int32 = 64
 
 // lstatWaits counts the calls that waited, in this process.
 var lstatWaits atomic.Int32
+
+// lstatOrdinary makes every lstat of this process an ordinary system call:
+// for a work tree on a file system that may not answer (a network or FUSE
+// one), where a raw call that hangs would hold its processor, and with it
+// the collector's pauses and the handling of an interrupt.
+func lstatOrdinary() { lstatWaits.Store(lstatWaitsMax + 1) }

@@ -34,3 +34,6 @@ const ownLook = false
 
 // openDirBeneath opens nothing here: no capture asks (ownLook).
 func openDirBeneath(string, string) (dirStat, bool) { return dirStat{}, false }
+
+// lstatOrdinary does nothing here: every lstat is an ordinary call.
+func lstatOrdinary() {}

@@ -782,7 +782,8 @@ func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView,
 		old := unix.Umask(0o077)
 		defer unix.Umask(old)
 	}
-	unwritten, err := s.write(ctx, staged, v, w, len(p.write))
+	sort.Strings(changed)
+	unwritten, below, made, err := s.write(ctx, staged, v, w, len(p.write), changed)
 	if err != nil {
 		return err
 	}
@@ -799,13 +800,29 @@ func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView,
 		}
 	}
 	sort.Strings(changed)
-	if err := s.setPerms(v, p, target, cur, oldPerms, changed); err != nil {
+	if err := s.setPerms(v, p, target, cur, oldPerms, slices.Sorted(slices.Values(append(slices.Clip(changed), made...)))); err != nil {
 		return err
 	}
-	if len(changed) > 0 {
-		return fmt.Errorf("restore left %s as it is: changed after the safety checkpoint read it, its content in no checkpoint (restore again: its safety checkpoint holds it)", strings.Join(changed, ", "))
+	return leftError(changed, below, made)
+}
+
+// leftError is the error of a restore that left files as they are (see
+// write), nil when it left none.
+func leftError(changed, below, made []string) error {
+	var why []string
+	if len(made) > 0 {
+		why = append(why, fmt.Sprintf("restore could not write %s: a directory with files in it was made there while the restore wrote, and is left as it is", strings.Join(made, ", ")))
 	}
-	return nil
+	if len(changed) > 0 {
+		why = append(why, fmt.Sprintf("restore left %s as it is: changed after the safety checkpoint read it, its content in no checkpoint", strings.Join(changed, ", ")))
+	}
+	if len(below) > 0 {
+		why = append(why, fmt.Sprintf("restore did not write %s, below a file it left", strings.Join(below, ", ")))
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s (restore again: its safety checkpoint holds what is there now; or undo with the safety checkpoint)", strings.Join(why, "; "))
 }
 
 // restoreWrites are a restore's writes, worked out before the first change:
@@ -912,37 +929,52 @@ func (s *Store) lstatInside(rel string) (*unix.Stat_t, error) {
 // was no longer fit to be written in place (changed since prepareWrites
 // looked: it is staged now).
 //
-// A file changed since the safety checkpoint read it is not written: its
-// path is among unwritten.
-func (s *Store) write(ctx context.Context, staged gitexec.Shadow, v *targetView, w *restoreWrites, total int) (unwritten []string, err error) {
+// A file changed since the safety checkpoint read it is not written
+// (unwritten), nor one where a directory of files was made meanwhile
+// (made), nor one below either or below a file the removals left (left, in
+// order): checkout-index would delete the file above it to make its
+// directory (below).
+func (s *Store) write(ctx context.Context, staged gitexec.Shadow, v *targetView, w *restoreWrites, total int, left []string) (unwritten, below, made []string, err error) {
 	done := new(atomic.Int64)
 	var late []string
+	partial := map[string]bool{} // written in place in part: the restore's own change
 	var mu sync.Mutex
 	forEach(len(w.rewrite), func(i int) {
-		if s.rewriteInPlace(w.rewrite[i], v.cur) {
+		written, touched := s.rewriteInPlace(w.rewrite[i], v.cur)
+		if written {
 			s.progress("writing files", int(done.Add(1)), total)
 			return
 		}
 		mu.Lock()
 		late = append(late, w.rewrite[i].path)
+		if touched {
+			partial[w.rewrite[i].path] = true
+		}
 		mu.Unlock()
 	})
 	checkout := w.checkout
 	if len(late) > 0 {
 		sort.Strings(late)
 		if err := stage(ctx, staged, v.entries, late); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		checkout = append(slices.Clip(checkout), late...)
 	}
-	checkout, made, unwritten := s.unlinkWrites(checkout, v.cur)
+	checkout, made, unwritten = s.unlinkWrites(checkout, v.cur, partial)
+	stays := slices.Sorted(slices.Values(slices.Concat(left, made, unwritten)))
+	checkout = slices.DeleteFunc(checkout, func(p string) bool {
+		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+			if _, found := slices.BinarySearch(stays, d); found {
+				below = append(below, p)
+				return true
+			}
+		}
+		return false
+	})
 	if err := s.checkout(ctx, staged, v.entries, checkout, done, total); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	if len(made) > 0 {
-		return nil, fmt.Errorf("restore could not write %s: a directory with files in it was made there while the restore wrote, and is left as it is (restore again, or undo with the safety checkpoint)", strings.Join(made, ", "))
-	}
-	return unwritten, nil
+	return unwritten, below, made, nil
 }
 
 // beforeInPlace runs before a restore opens a file to write it in place.
@@ -956,30 +988,32 @@ var beforeRemove = func(string) {}
 
 // rewriteInPlace writes r's content into the file there, if that is still a
 // file inPlace allows (looked at through the open descriptor: never through
-// a symlink). It reports false, having written nothing, when it is not; a
-// write that fails midway reports false too, and checkout-index writes the
-// file anew.
-func (s *Store) rewriteInPlace(r rewrite, cur *capture) bool {
+// a symlink) and the one the safety checkpoint read (cur). It reports
+// written false, having written nothing, when it is not; a write that
+// fails midway reports written false and touched true, and checkout-index
+// writes the file anew.
+func (s *Store) rewriteInPlace(r rewrite, cur *capture) (written, touched bool) {
 	beforeInPlace(r.path)
 	// Opened a name at a time, each without following a symlink: a parent
 	// that is one (or was swapped for one since prepareWrites looked) fails
 	// the open, never leads it outside the work tree.
 	f, err := openBeneath(s.WorkTree, r.path, os.O_WRONLY|syscallNoFollow)
 	if err != nil {
-		return false
+		return false, false
 	}
 	defer f.Close()
 	var st unix.Stat_t
 	if unix.Fstat(int(f.Fd()), &st) != nil || !inPlace(&st, r.perm) {
-		return false
+		return false, false
 	}
 	if fi, err := f.Stat(); err != nil || cur.changedSince(r.path, fi) {
-		return false // unlinkWrites leaves it
+		return false, false // unlinkWrites leaves it
 	}
 	if _, err := f.WriteAt(r.data, 0); err != nil {
-		return false
+		return false, true
 	}
-	return f.Truncate(int64(len(r.data))) == nil && f.Close() == nil
+	written = f.Truncate(int64(len(r.data))) == nil && f.Close() == nil
+	return written, !written
 }
 
 // openBeneath opens the file rel (slash-separated, below root) with flag,
@@ -1071,7 +1105,10 @@ func rmdirBeneath(root, rel string) {
 // removals leave nothing but empty directories there (inTheWay): a
 // directory holding anything else now was made since, by someone else, and
 // is taken out of the writes (made) and left as it is.
-func (s *Store) unlinkWrites(write []string, cur *capture) (kept, made, changed []string) {
+//
+// A file changed since the safety checkpoint read it (cur), but for one the
+// restore wrote in part (partial), is left as it is too (changed).
+func (s *Store) unlinkWrites(write []string, cur *capture, partial map[string]bool) (kept, made, changed []string) {
 	// More workers than CPUs: a deletion mostly waits on the device.
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -1086,12 +1123,12 @@ func (s *Store) unlinkWrites(write []string, cur *capture) (kept, made, changed 
 				}
 				switch fi, err := os.Lstat(full); {
 				case err != nil:
-				case cur.changedSince(write[i], fi):
+				case fi.IsDir():
+					leave[i] = !onlyDirectories(full)
+				case !partial[write[i]] && cur.changedSince(write[i], fi):
 					edited[i] = true
-				case !fi.IsDir():
+				default:
 					removeBeneath(s.WorkTree, write[i])
-				case !onlyDirectories(full):
-					leave[i] = true
 				}
 			}
 		})

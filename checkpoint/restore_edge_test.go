@@ -268,7 +268,7 @@ func TestUnlinkWrites(t *testing.T) {
 	mustWrite(t, filepath.Join(wt, "a", "f"), "a\n")
 	mustWrite(t, filepath.Join(wt, "dir", "g"), "g\n")
 	os.Symlink("a/f", filepath.Join(wt, "sym"))
-	s.unlinkWrites([]string{"link/f", "a/f", "dir", "sym", "missing"}, &capture{})
+	s.unlinkWrites([]string{"link/f", "a/f", "dir", "sym", "missing"}, &capture{}, nil)
 	if data, err := os.ReadFile(filepath.Join(outside, "f")); string(data) != "outside\n" {
 		t.Errorf("deleted through a symlinked parent: %q, %v", data, err)
 	}
