@@ -713,10 +713,11 @@ func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView,
 		if i%256 == 0 || i == len(p.remove)-1 {
 			s.progress("removing files", i+1, len(p.remove))
 		}
-		if _, err := s.inside(r); err != nil {
+		full, err := s.inside(r)
+		if err != nil {
 			return err
 		}
-		if fi, err := os.Lstat(filepath.Join(s.WorkTree, r)); err == nil && cur.changedSince(r, fi) {
+		if fi, err := os.Lstat(full); err == nil && cur.changedSince(r, fi) {
 			changed = append(changed, r)
 			continue
 		}
