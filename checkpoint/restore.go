@@ -792,11 +792,8 @@ func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView,
 	for _, d := range p.mkdir {
 		// Never through a symlink: what is there now decides, after the
 		// removals.
-		full, err := s.inside(d)
-		if err == nil {
-			err = os.MkdirAll(full, 0o700)
-		}
-		if err != nil {
+		beforeMkdir(d)
+		if err := mkdirBeneath(s.WorkTree, d, 0o700); err != nil {
 			s.warn("did not make the directory %s: %v", d, err)
 		}
 	}
@@ -981,6 +978,10 @@ func (s *Store) write(ctx context.Context, staged gitexec.Shadow, v *targetView,
 // beforeInPlace runs before a restore opens a file to write it in place.
 // (A test changes the file or a parent there meanwhile.)
 var beforeInPlace = func(string) {}
+
+// beforeMkdir runs before a restore makes a directory the checkpoint had
+// without files. (A test makes a parent a symlink there.)
+var beforeMkdir = func(string) {}
 
 // beforeRemove runs before a restore removes a file, after it checked its
 // path and the file. (A test makes a parent a symlink there, or changes
@@ -1306,11 +1307,89 @@ func (s *Store) setPerms(v *targetView, p *restorePlan, target *Checkpoint, cur 
 			}
 		}
 	}
+	// Every change is made, a failure of one or not: a file left without
+	// its bits has those it was written with (0600 under the umask above).
+	var failed error
 	for _, c := range changes {
-		if err := os.Chmod(filepath.Join(s.WorkTree, c.path), c.want); err != nil {
-			return fmt.Errorf("restore the permissions of %s: %w", c.path, err)
+		beforeChmod(c.path)
+		if err := chmodBeneath(s.WorkTree, c.path, c.want, c.isDir); err != nil && failed == nil {
+			failed = fmt.Errorf("restore the permissions of %s: %w", c.path, err)
 		}
 	}
+	return failed
+}
+
+// beforeChmod runs before a restore sets the bits of a file or directory,
+// after permChanges looked at it. (A test makes it, or a parent, a symlink
+// there meanwhile.)
+var beforeChmod = func(string) {}
+
+// chmodBeneath gives the file or directory rel (below root) the bits want,
+// in its parent opened as openBeneath opens it, and never through a symlink
+// put in its place since permChanges looked (chmodNoFollow): os.Chmod of the
+// path would follow either out of the work tree and set the bits of what a
+// symlink names there.
+func chmodBeneath(root, rel string, want os.FileMode, isDir bool) error {
+	dir, name, err := openParentBeneath(root, rel)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	return chmodNoFollow(dir, name, uint32(want.Perm()), isDir)
+}
+
+// permKind is nil when a file of the mode st_mode is what a change of bits
+// expects there (a directory, or a regular file), else why it is left.
+func permKind(mode uint32, isDir bool) error {
+	switch kind := mode & unix.S_IFMT; {
+	case isDir && kind == unix.S_IFDIR, !isDir && kind == unix.S_IFREG:
+		return nil
+	case kind == unix.S_IFLNK:
+		return errors.New("a symlink is there now, not followed")
+	case isDir:
+		return errors.New("no longer a directory")
+	default:
+		return errors.New("no longer a regular file")
+	}
+}
+
+// mkdirBeneath makes the directory rel (below root) and the missing ones
+// above it, as os.MkdirAll does, each in its parent opened as openBeneath
+// opens it: a directory on the way made a symlink fails it, where
+// os.MkdirAll would follow it and make directories out of the work tree.
+func mkdirBeneath(root, rel string, perm os.FileMode) error {
+	dir, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	names := strings.Split(rel, "/")
+	for i, n := range names {
+		if n == "" || n == "." || n == ".." {
+			unix.Close(dir)
+			return fmt.Errorf("%s: not a path below the work tree", rel)
+		}
+		if err := unix.Mkdirat(dir, n, uint32(perm.Perm())); err != nil && err != unix.EEXIST {
+			unix.Close(dir)
+			return err
+		}
+		next, err := unix.Openat(dir, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			var st unix.Stat_t
+			if unix.Fstatat(dir, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				if i < len(names)-1 {
+					err = fmt.Errorf("%s: its parent %s is a symlink; not following it", rel, strings.Join(names[:i+1], "/"))
+				} else {
+					err = fmt.Errorf("%s is a symlink; not following it", rel)
+				}
+			}
+		}
+		unix.Close(dir)
+		if err != nil {
+			return err
+		}
+		dir = next
+	}
+	unix.Close(dir)
 	return nil
 }
 

@@ -1,0 +1,201 @@
+package checkpoint
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// mode is the permission bits of path (not following a symlink), or 0 when
+// it is not there.
+func mode(t *testing.T, path string) os.FileMode {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Mode().Perm()
+}
+
+// swapForSymlink moves path away and puts a symlink to target in its place,
+// as another writer of the work tree could between two steps of a restore.
+func swapForSymlink(t *testing.T, path, target string) {
+	t.Helper()
+	if err := os.Rename(path, filepath.Join(t.TempDir(), "moved")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A file or directory whose bits a restore sets, made a symlink after the
+// restore looked at it (or given a parent made one), keeps what the symlink
+// names as it was: the restore sets the bits of the others, fails naming
+// the first it could not set, and a second restore makes the tree exact
+// without touching what is out there either.
+func TestRestorePermsNeverFollowSymlinkMadeMeanwhile(t *testing.T) {
+	defer func() { beforeChmod = func(string) {} }()
+	ctx := context.Background()
+	s, wt := newStore(t)
+	mustWrite(t, filepath.Join(wt, "run.sh"), "#!/bin/sh\n")
+	mustWrite(t, filepath.Join(wt, "d", "f.txt"), "in d\n")
+	mustWrite(t, filepath.Join(wt, "p", "q.sh"), "#!/bin/sh\n")
+	mustWrite(t, filepath.Join(wt, "other.sh"), "#!/bin/sh\n")
+	for _, f := range []string{"run.sh", "p/q.sh", "other.sh"} {
+		if err := os.Chmod(filepath.Join(wt, f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Create(ctx, CreateOptions{Reason: "target", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	target := listing(t, wt, true)
+	for _, f := range []string{"run.sh", "p/q.sh", "other.sh"} {
+		if err := os.Chmod(filepath.Join(wt, f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(wt, "d"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// Out of the work tree: a file, a directory and a directory holding a
+	// file of the name below the swapped parent, none to be changed.
+	outside := t.TempDir()
+	outFile, outDir, outParent := filepath.Join(outside, "secret"), filepath.Join(outside, "dir"), filepath.Join(outside, "parent")
+	mustWrite(t, outFile, "outside\n")
+	mustWrite(t, filepath.Join(outParent, "q.sh"), "outside\n")
+	if err := os.Mkdir(outDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{outFile, filepath.Join(outParent, "q.sh")} {
+		if err := os.Chmod(f, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	swapped := map[string]bool{}
+	beforeChmod = func(p string) {
+		swapped[p] = true
+		switch p {
+		case "run.sh":
+			swapForSymlink(t, filepath.Join(wt, "run.sh"), outFile)
+		case "d":
+			swapForSymlink(t, filepath.Join(wt, "d"), outDir)
+		case "p/q.sh":
+			swapForSymlink(t, filepath.Join(wt, "p"), outParent)
+		}
+	}
+	_, err := s.Restore(ctx, "target", RestoreOptions{})
+	if err == nil || !strings.Contains(err.Error(), "restore the permissions of ") {
+		t.Errorf("the restore's error: %v, want one naming a path whose bits it could not set", err)
+	}
+	for _, p := range []string{"run.sh", "d", "p/q.sh", "other.sh"} {
+		if !swapped[p] {
+			t.Errorf("the restore did not set the bits of %s (it set %v)", p, swapped)
+		}
+	}
+	if got := mode(t, filepath.Join(wt, "other.sh")); got != 0o755 {
+		t.Errorf("other.sh, past a failure: %v, want 0755", got)
+	}
+	check := func(when string) {
+		t.Helper()
+		for path, want := range map[string]os.FileMode{outFile: 0o600, outDir: 0o700, filepath.Join(outParent, "q.sh"): 0o600, outParent: 0o755} {
+			if got := mode(t, path); got != want {
+				t.Errorf("%s: %s out of the work tree is %v, want %v", when, path, got, want)
+			}
+		}
+	}
+	check("restored")
+	beforeChmod = func(string) {}
+	if _, err := s.Restore(ctx, "target", RestoreOptions{}); err != nil {
+		t.Fatalf("restored again: %v", err)
+	}
+	if d := diffMaps(target, listing(t, wt, true)); d != "" {
+		t.Errorf("restored again, not exact: %s", d)
+	}
+	if got := mode(t, filepath.Join(wt, "d")); got != 0o755 {
+		t.Errorf("restored again, d is %v, want 0755", got)
+	}
+	check("restored again")
+}
+
+// A directory the checkpoint had without files, whose parent is made a
+// symlink to a directory out of the work tree before the restore makes it,
+// is not made out there: the restore warns naming it, and a second restore
+// makes it.
+func TestRestoreMkdirNeverThroughSymlinkMadeMeanwhile(t *testing.T) {
+	defer func() { beforeMkdir = func(string) {} }()
+	ctx := context.Background()
+	s, wt := newStore(t)
+	var warnings []string
+	s.Warn = func(w string) { warnings = append(warnings, w) }
+	mustWrite(t, filepath.Join(wt, "x.txt"), "x\n")
+	if err := os.MkdirAll(filepath.Join(wt, "a", "b", "c"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, CreateOptions{Reason: "target", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(wt, "a")); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	var made []string
+	beforeMkdir = func(d string) {
+		made = append(made, d)
+		if d == "a/b/c" {
+			swapForSymlink(t, filepath.Join(wt, "a"), outside)
+		}
+	}
+	if _, err := s.Restore(ctx, "target", RestoreOptions{}); err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	if entries, err := os.ReadDir(outside); err != nil || len(entries) != 0 {
+		t.Errorf("the directory out of the work tree holds %v (%v), want nothing", entries, err)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "did not make the directory a/b/c") {
+		t.Errorf("warnings %q, want one naming a/b/c (made %q)", warnings, made)
+	}
+	beforeMkdir = func(string) {}
+	if _, err := s.Restore(ctx, "target", RestoreOptions{}); err != nil {
+		t.Fatalf("restored again: %v", err)
+	}
+	if fi, err := os.Lstat(filepath.Join(wt, "a", "b", "c")); err != nil || !fi.IsDir() {
+		t.Errorf("restored again, a/b/c: %v %v, want a directory", fi, err)
+	}
+	if entries, err := os.ReadDir(outside); err != nil || len(entries) != 0 {
+		t.Errorf("restored again, the directory out of the work tree holds %v (%v)", entries, err)
+	}
+}
+
+// mkdirBeneath makes what os.MkdirAll makes, with no error for a directory
+// that is there, and fails on a file or a symlink on the way.
+func TestMkdirBeneath(t *testing.T) {
+	root := t.TempDir()
+	if err := mkdirBeneath(root, "a/b/c", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := mkdirBeneath(root, "a/b", 0o700); err != nil {
+		t.Errorf("a directory there already: %v", err)
+	}
+	if got := mode(t, filepath.Join(root, "a", "b", "c")); got != 0o700 {
+		t.Errorf("a/b/c made with %v, want 0700", got)
+	}
+	mustWrite(t, filepath.Join(root, "f"), "file\n")
+	if err := mkdirBeneath(root, "f/g", 0o700); err == nil {
+		t.Error("made a directory below a file")
+	}
+	if err := os.Symlink(t.TempDir(), filepath.Join(root, "l")); err != nil {
+		t.Fatal(err)
+	}
+	if err := mkdirBeneath(root, "l/g", 0o700); err == nil {
+		t.Error("made a directory through a symlink")
+	}
+	for _, bad := range []string{"../x", "a//b", "a/./b"} {
+		if err := mkdirBeneath(root, bad, 0o700); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
