@@ -582,8 +582,8 @@ func lsTree(tree string, prefixes []string, opts ...string) []string {
 // was skipped (over the size limit, unreadable), a directory still holding
 // uncaptured files (ignored ones) once the removals are done, or an empty
 // directory that is not free to go (freeDir), or an uncaptured file or
-// symlink where the checkpoint has a directory. git
-// checkout-index --force would delete them; rewind keeps them and says so. It
+// symlink where the checkpoint has a directory. Writing the file would
+// delete them; rewind keeps them and says so. It
 // never follows a symlink: a parent that is one, and that the restore
 // removes, frees everything below it.
 func (s *Store) inTheWay(write, remove []string, inTree sortedPaths, freeDir func(d string, inside bool) bool) (kept []string, left, failed []Skipped) {
@@ -798,10 +798,14 @@ func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView,
 		}
 	}
 	sort.Strings(changed)
+	left := leftError(changed, below, made)
 	if err := s.setPerms(v, p, target, cur, oldPerms, slices.Sorted(slices.Values(append(slices.Clip(changed), made...)))); err != nil {
+		if left != nil {
+			return fmt.Errorf("%w; %v", err, left)
+		}
 		return err
 	}
-	return leftError(changed, below, made)
+	return left
 }
 
 // leftError is the error of a restore that left files as they are (see
@@ -809,7 +813,7 @@ func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView,
 func leftError(changed, below, made []string) error {
 	var why []string
 	if len(made) > 0 {
-		why = append(why, fmt.Sprintf("restore could not write %s: a directory with files in it was made there while the restore wrote, and is left as it is", strings.Join(made, ", ")))
+		why = append(why, fmt.Sprintf("restore could not write %s: a file, a symlink or a directory with files in it was made there, or in its way, while the restore wrote, and is left as it is", strings.Join(made, ", ")))
 	}
 	if len(changed) > 0 {
 		why = append(why, fmt.Sprintf("restore left %s as it is: changed after the safety checkpoint read it, its content in no checkpoint", strings.Join(changed, ", ")))
@@ -958,7 +962,10 @@ func (s *Store) write(ctx context.Context, staged gitexec.Shadow, v *targetView,
 		}
 		checkout = append(slices.Clip(checkout), late...)
 	}
-	checkout, made, unwritten = s.unlinkWrites(checkout, v.cur, partial)
+	checkout, made, unwritten, err = s.unlinkWrites(checkout, v.cur, partial)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	stays := slices.Sorted(slices.Values(slices.Concat(left, made, unwritten)))
 	checkout = slices.DeleteFunc(checkout, func(p string) bool {
 		for d := path.Dir(p); d != "."; d = path.Dir(d) {
@@ -969,10 +976,11 @@ func (s *Store) write(ctx context.Context, staged gitexec.Shadow, v *targetView,
 		}
 		return false
 	})
-	if err := s.checkout(ctx, staged, v.entries, checkout, done, total); err != nil {
+	madeSince, err := s.checkout(ctx, staged, v.entries, checkout, done, total)
+	if err != nil {
 		return nil, nil, nil, err
 	}
-	return unwritten, below, made, nil
+	return unwritten, below, slices.Sorted(slices.Values(append(made, madeSince...))), nil
 }
 
 // beforeInPlace runs before a restore opens a file to write it in place.
@@ -1088,79 +1096,119 @@ func removeBeneath(root, rel string) error {
 
 // rmdirBeneath removes the directory rel below root when it is empty, as
 // removeBeneath removes it; a failure leaves it.
-func rmdirBeneath(root, rel string) {
-	if dir, name, err := openParentBeneath(root, rel); err == nil {
-		unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
-		unix.Close(dir)
+func rmdirBeneath(root, rel string) error {
+	dir, name, err := openParentBeneath(root, rel)
+	if err != nil {
+		return err
 	}
+	defer unix.Close(dir)
+	return unix.Unlinkat(dir, name, unix.AT_REMOVEDIR)
 }
 
 // unlinkWrites deletes the files and symlinks checkout-index is about to
 // write anew, side by side: it deletes each before writing it, one after
 // another, and on a file system that discards what it frees a deletion
 // costs more than the write (100 files: 15 ms one after another, 8 ms side
-// by side). Never through a symlinked parent (inside), never a directory; a
-// failure leaves the file for checkout-index.
+// by side). Never through a symlinked parent (inside); a deletion that
+// fails (but for a file gone meanwhile) fails the restore.
 //
-// checkout-index --force deletes a directory where it writes a file, with
-// all below it. The plan writes a file over a directory only once its
-// removals leave nothing but empty directories there (inTheWay): a
-// directory holding anything else now was made since, by someone else, and
-// is taken out of the writes (made) and left as it is.
+// The plan writes a file over a directory only once its removals leave
+// nothing but empty directories there (inTheWay), which go now (checkout-
+// index writes no file over a directory): a directory holding anything
+// else was made since, by someone else, and is taken out of the writes
+// (made) and left as it is.
 //
 // A file changed since the safety checkpoint read it (cur), but for one the
 // restore wrote in part (partial), is left as it is too (changed).
-func (s *Store) unlinkWrites(write []string, cur *capture, partial map[string]bool) (kept, made, changed []string) {
+func (s *Store) unlinkWrites(write []string, cur *capture, partial map[string]bool) (kept, made, changed []string, err error) {
+	const (
+		unlinked   = iota // deleted, or nothing there: checkout-index writes it
+		madeHere          // a directory holding more than directories
+		editedHere        // changed since the safety checkpoint read it
+	)
+	state := make([]uint8, len(write))
+	var mu sync.Mutex
+	fail := func(rel string, e error) {
+		mu.Lock()
+		if err == nil {
+			err = fmt.Errorf("restore could not remove %s to write it: %s", rel, errText(e))
+		}
+		mu.Unlock()
+	}
 	// More workers than CPUs: a deletion mostly waits on the device.
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	leave := make([]bool, len(write))
-	edited := make([]bool, len(write))
 	for range min(16, len(write)) {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < len(write); i = int(next.Add(1)) - 1 {
 				full, err := s.inside(write[i])
 				if err != nil {
-					continue
+					continue // (its directory cannot be made: made)
 				}
 				switch fi, err := os.Lstat(full); {
 				case err != nil:
 				case fi.IsDir():
-					leave[i] = !onlyDirectories(full)
+					if gone, err := removeEmptyTree(s.WorkTree, write[i]); err != nil {
+						fail(write[i], err)
+					} else if !gone {
+						state[i] = madeHere
+					}
 				case !partial[write[i]] && cur.changedSince(write[i], fi):
-					edited[i] = true
+					state[i] = editedHere
 				default:
-					removeBeneath(s.WorkTree, write[i])
+					if err := removeBeneath(s.WorkTree, write[i]); err != nil && !errors.Is(err, fs.ErrNotExist) {
+						fail(write[i], err)
+					}
 				}
 			}
 		})
 	}
 	wg.Wait()
 	for i, w := range write {
-		switch {
-		case leave[i]:
+		switch state[i] {
+		case madeHere:
 			made = append(made, w)
-		case edited[i]:
+		case editedHere:
 			changed = append(changed, w)
 		default:
 			kept = append(kept, w)
 		}
 	}
-	return kept, made, changed
+	return kept, made, changed, err
 }
 
-// onlyDirectories reports whether nothing but directories is at and below
-// dir (symlinks not followed); anything it cannot read counts as more.
-func onlyDirectories(dir string) bool {
+// removeEmptyTree removes the directory rel (below root) when nothing but
+// directories is at and below it, deepest first, each as rmdirBeneath
+// removes it (symlinks not followed; anything it cannot read counts as
+// more). It reports whether rel is gone: a file made below meanwhile keeps
+// its directories; a removal that fails otherwise is the error.
+func removeEmptyTree(root, rel string) (gone bool, err error) {
+	var dirs []string
 	only := true
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+	full := filepath.Join(root, filepath.FromSlash(rel))
+	filepath.WalkDir(full, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			only = false
 			return fs.SkipAll
 		}
+		r, _ := filepath.Rel(root, p)
+		dirs = append(dirs, filepath.ToSlash(r))
 		return nil
 	})
-	return only
+	if !only {
+		return false, nil
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		err := rmdirBeneath(root, dirs[i])
+		switch {
+		case err == nil, errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, unix.ENOTEMPTY), errors.Is(err, unix.EEXIST):
+			return false, nil
+		default:
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // stage fills the scratch index g writes from with the paths to write.
@@ -1182,26 +1230,119 @@ func stage(ctx context.Context, g gitexec.Shadow, entries map[string]string, wri
 }
 
 // checkout writes paths from the scratch index g (see stage), then checks
-// each is there; each counts towards done of total written.
-func (s *Store) checkout(ctx context.Context, g gitexec.Shadow, entries map[string]string, write []string, done *atomic.Int64, total int) error {
-	if len(write) == 0 {
-		return nil
+// each is there, looked at through its parent opened as openBeneath opens
+// it; each counts towards done of total written. It returns the paths it
+// did not write because something was made there, or in their way, since
+// unlinkWrites removed what was (made).
+//
+// checkout-index runs without --force, which would delete what is there,
+// a file someone made a moment ago with all else: it reports a path where
+// something is as "already exists", and creates each file with O_EXCL
+// (refusedWrites reads both). It dies where a directory it needs is a file
+// or a symlink: the directories are made first (mkdirBeneath), and the
+// writes below one that cannot be made for that reason are made.
+func (s *Store) checkout(ctx context.Context, g gitexec.Shadow, entries map[string]string, write []string, done *atomic.Int64, total int) (made []string, err error) {
+	beforeCheckout(write)
+	dirMade := map[string]bool{".": true} // each directory, made or not
+	for _, w := range write {
+		d := path.Dir(w)
+		if _, tried := dirMade[d]; tried {
+			continue
+		}
+		// (a directory there now needs nothing: one swapped since for a
+		// symlink or a file makes checkout-index fail, not follow it)
+		if fi, err := os.Lstat(filepath.Join(s.WorkTree, d)); err == nil && fi.IsDir() {
+			dirMade[d] = true
+			continue
+		}
+		err := mkdirBeneath(s.WorkTree, d, 0o777)
+		if err != nil && !errors.Is(err, unix.ENOTDIR) {
+			return nil, fmt.Errorf("restore could not make the directory %s: %s", d, errText(err))
+		}
+		dirMade[d] = err == nil
 	}
-	if _, err := g.RunInput(ctx, s.countPaths("writing files", nulJoin(write), total, done), "checkout-index", "--force", "-z", "--stdin"); err != nil {
-		return err
+	write = slices.DeleteFunc(slices.Clone(write), func(w string) bool {
+		if !dirMade[path.Dir(w)] {
+			made = append(made, w)
+			return true
+		}
+		return false
+	})
+	if len(write) == 0 {
+		return made, nil
+	}
+	if _, err := g.RunInput(ctx, s.countPaths("writing files", nulJoin(write), total, done), "checkout-index", "-z", "--stdin"); err != nil {
+		refused, ok := refusedWrites(err, write)
+		if !ok {
+			return nil, err
+		}
+		for p := range refused {
+			made = append(made, p)
+		}
+		write = slices.DeleteFunc(write, func(w string) bool { return refused[w] })
 	}
 	for _, w := range write {
-		fi, err := os.Lstat(filepath.Join(s.WorkTree, w))
-		symlink := strings.HasPrefix(entries[w], "120000 ")
-		if err != nil || fi.IsDir() || (fi.Mode()&os.ModeSymlink != 0) != symlink {
+		st, err := lstatBeneath(s.WorkTree, w)
+		kind := st.Mode & unix.S_IFMT
+		if err != nil || kind == unix.S_IFDIR || (kind == unix.S_IFLNK) != strings.HasPrefix(entries[w], "120000 ") {
 			why := "it is not there afterwards"
-			if err != nil && !os.IsNotExist(err) {
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				why = errText(err)
 			}
-			return fmt.Errorf("restore could not write %s: %s", w, why)
+			return nil, fmt.Errorf("restore could not write %s: %s", w, why)
 		}
 	}
-	return nil
+	return made, nil
+}
+
+// lstatBeneath is lstat of rel (below root) in its parent opened as
+// openBeneath opens it: a parent made a symlink fails it.
+func lstatBeneath(root, rel string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	dir, name, err := openParentBeneath(root, rel)
+	if err != nil {
+		return st, err
+	}
+	defer unix.Close(dir)
+	return st, unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// beforeCheckout runs before a restore makes the directories of the paths
+// checkout-index writes. (A test makes files there meanwhile.)
+var beforeCheckout = func([]string) {}
+
+// refusedWrites are the paths of write that checkout-index, failing with
+// err, reported as already there and did not write; ok is false when err
+// is anything else too.
+func refusedWrites(err error, write []string) (refused map[string]bool, ok bool) {
+	var gitErr *gitexec.Error
+	if !errors.As(err, &gitErr) || gitErr.ExitCode != 1 {
+		return nil, false
+	}
+	writes := map[string]bool{}
+	for _, w := range write {
+		if strings.Contains(w, "\n") {
+			return nil, false // git's lines do not tell its name
+		}
+		writes[w] = true
+	}
+	refused = map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSuffix(gitErr.Stderr, "\n"), "\n") {
+		p, found := strings.CutSuffix(line, " already exists, no checkout")
+		if !found {
+			// made between git's look and its O_EXCL create
+			p, found = strings.CutPrefix(line, "error: unable to create file ")
+			if !found {
+				p, found = strings.CutPrefix(line, "error: unable to create symlink ")
+			}
+			p, found = strings.CutSuffix(p, ": File exists")
+		}
+		if !found || !writes[p] {
+			return nil, false
+		}
+		refused[p] = true
+	}
+	return refused, len(refused) > 0
 }
 
 // permChange is a file or directory whose permission bits a restore sets.
@@ -1353,6 +1494,14 @@ func permKind(mode uint32, isDir bool) error {
 	}
 }
 
+// symlinkOnWay is mkdirBeneath's error for a symlink where it needs a
+// directory: errors.Is finds ENOTDIR in it, as in its error for a file
+// there.
+type symlinkOnWay string
+
+func (e symlinkOnWay) Error() string        { return string(e) }
+func (e symlinkOnWay) Is(target error) bool { return target == unix.ENOTDIR }
+
 // mkdirBeneath makes the directory rel (below root) and the missing ones
 // above it, as os.MkdirAll does, each in its parent opened as openBeneath
 // opens it: a directory on the way made a symlink fails it, where
@@ -1377,9 +1526,9 @@ func mkdirBeneath(root, rel string, perm os.FileMode) error {
 			var st unix.Stat_t
 			if unix.Fstatat(dir, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
 				if i < len(names)-1 {
-					err = fmt.Errorf("%s: its parent %s is a symlink; not following it", rel, strings.Join(names[:i+1], "/"))
+					err = symlinkOnWay(fmt.Sprintf("%s: its parent %s is a symlink; not following it", rel, strings.Join(names[:i+1], "/")))
 				} else {
-					err = fmt.Errorf("%s is a symlink; not following it", rel)
+					err = symlinkOnWay(rel + " is a symlink; not following it")
 				}
 			}
 		}

@@ -2,10 +2,14 @@ package checkpoint
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rewind-cli/rewind/gitexec"
+	"golang.org/x/sys/unix"
 )
 
 // mode is the permission bits of path (not following a symlink), or 0 when
@@ -183,19 +187,104 @@ func TestMkdirBeneath(t *testing.T) {
 	if got := mode(t, filepath.Join(root, "a", "b", "c")); got != 0o700 {
 		t.Errorf("a/b/c made with %v, want 0700", got)
 	}
+	// A file or a symlink in the way is ENOTDIR (checkout leaves the writes
+	// below it), the symlink named as one.
 	mustWrite(t, filepath.Join(root, "f"), "file\n")
-	if err := mkdirBeneath(root, "f/g", 0o700); err == nil {
-		t.Error("made a directory below a file")
+	if err := mkdirBeneath(root, "f/g", 0o700); !errors.Is(err, unix.ENOTDIR) {
+		t.Errorf("below a file: %v, want ENOTDIR", err)
 	}
 	if err := os.Symlink(t.TempDir(), filepath.Join(root, "l")); err != nil {
 		t.Fatal(err)
 	}
-	if err := mkdirBeneath(root, "l/g", 0o700); err == nil {
-		t.Error("made a directory through a symlink")
+	err := mkdirBeneath(root, "l/g/h", 0o700)
+	if !errors.Is(err, unix.ENOTDIR) || err.Error() != "l/g/h: its parent l is a symlink; not following it" {
+		t.Errorf("through a symlink: %v", err)
+	}
+	if err := mkdirBeneath(root, "l", 0o700); !errors.Is(err, unix.ENOTDIR) || err.Error() != "l is a symlink; not following it" {
+		t.Errorf("a symlink there: %v", err)
 	}
 	for _, bad := range []string{"../x", "a//b", "a/./b"} {
 		if err := mkdirBeneath(root, bad, 0o700); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
+	}
+}
+
+// What another writer makes where a restore is about to write a file
+// (between the restore's removal of what was there and checkout-index) is
+// left as it is: a file, a directory of files, a file where a directory of
+// the path must be. The restore writes the rest, fails naming those, and a
+// second restore, whose safety checkpoint holds them, makes the tree exact.
+func TestRestoreNeverOverwritesWhatIsMadeMeanwhile(t *testing.T) {
+	defer func() { beforeCheckout = func([]string) {} }()
+	ctx := context.Background()
+	s, wt := newStore(t)
+	for _, f := range []string{"f1.txt", "f2.txt", "x/y.txt", "d.txt"} {
+		mustWrite(t, filepath.Join(wt, f), f+" in the target\n")
+	}
+	if _, err := s.Create(ctx, CreateOptions{Reason: "target", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	target := listing(t, wt, true)
+	for _, f := range []string{"f1.txt", "f2.txt", "x", "d.txt"} {
+		if err := os.RemoveAll(filepath.Join(wt, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	made := map[string]string{"f1.txt": "made meanwhile\n", "d.txt/inner": "inner\n", "x": "x made\n"}
+	beforeCheckout = func(write []string) {
+		for f, content := range made {
+			mustWrite(t, filepath.Join(wt, f), content)
+		}
+	}
+	_, err := s.Restore(ctx, "target", RestoreOptions{})
+	if err == nil || !strings.Contains(err.Error(), "restore could not write d.txt, f1.txt, x/y.txt: a file, a symlink or a directory with files in it was made there") {
+		t.Errorf("the restore's error: %v, want one naming d.txt, f1.txt and x/y.txt", err)
+	}
+	for f, content := range made {
+		if got, err := os.ReadFile(filepath.Join(wt, f)); string(got) != content {
+			t.Errorf("%s, made while the restore wrote: %q %v", f, got, err)
+		}
+	}
+	if got, err := os.ReadFile(filepath.Join(wt, "f2.txt")); string(got) != "f2.txt in the target\n" {
+		t.Errorf("f2.txt, written beside them: %q %v", got, err)
+	}
+	beforeCheckout = func([]string) {}
+	if _, err := s.Restore(ctx, "target", RestoreOptions{}); err != nil {
+		t.Fatalf("restored again: %v", err)
+	}
+	if d := diffMaps(target, listing(t, wt, true)); d != "" {
+		t.Errorf("restored again, not exact: %s", d)
+	}
+}
+
+// refusedWrites takes what checkout-index says of a path it did not write
+// because something is there (as it looked, or as it created the file),
+// and nothing else: another line, another exit code, a path it was not
+// given, or a name its lines cannot tell (a newline in it).
+func TestRefusedWrites(t *testing.T) {
+	write := []string{"a b.txt", "d/x", "l", "ok.txt"}
+	gitErr := func(code int, stderr string) error {
+		return &gitexec.Error{Args: []string{"checkout-index"}, ExitCode: code, Stderr: stderr}
+	}
+	refused, ok := refusedWrites(gitErr(1, "a b.txt already exists, no checkout\nerror: unable to create file d/x: File exists\nerror: unable to create symlink l: File exists\n"), write)
+	if !ok || len(refused) != 3 || !refused["a b.txt"] || !refused["d/x"] || !refused["l"] {
+		t.Errorf("refused %v %v, want a b.txt, d/x and l", refused, ok)
+	}
+	for name, err := range map[string]error{
+		"another line":        gitErr(1, "a b.txt already exists, no checkout\nerror: unable to write file ok.txt\n"),
+		"fatal":               gitErr(128, "fatal: cannot create directory at 'd': File exists\n"),
+		"a path not given":    gitErr(1, "other already exists, no checkout\n"),
+		"another error there": gitErr(1, "error: unable to create file d/x: Permission denied\n"),
+		"not git's":           errors.New("a already exists, no checkout"),
+	} {
+		if refused, ok := refusedWrites(err, write); ok {
+			t.Errorf("%s: refused %v", name, refused)
+		}
+	}
+	// git refused the third; its line reads as two refusals of the others
+	odd := "a already exists, no checkout\nb"
+	if refused, ok := refusedWrites(gitErr(1, odd+" already exists, no checkout\n"), []string{"a", "b", odd}); ok {
+		t.Errorf("a name with a newline: refused %v", refused)
 	}
 }
