@@ -515,8 +515,14 @@ func (s *Store) heldDirs(target *Checkpoint, cur *capture, v *targetView, p *res
 		tracked = withParents(tracked)
 		ignoredAfter = func(d string) bool { return rules.ignores(d, true) && !tracked[d] && !v.metaDirs[d] }
 	}
+	// The directories its writes make are the restore's, a --file one's too
+	// (the parents of its paths): they get their bits, not the umask's.
+	makes := map[string]bool{}
+	for _, d := range p.newDirs {
+		makes[d] = true
+	}
 	for d := range before {
-		if v.hasDir(d) && underAny(d, files) && !ignoredAfter(d) {
+		if v.hasDir(d) && (underAny(d, files) || makes[d]) && !ignoredAfter(d) {
 			dirs = append(dirs, d)
 		}
 	}
@@ -932,10 +938,9 @@ func (s *Store) lstatInside(rel string) (*unix.Stat_t, error) {
 // looked: it is staged now).
 //
 // A file changed since the safety checkpoint read it is not written
-// (unwritten), nor one where a directory of files was made meanwhile
-// (made), nor one below either or below a file the removals left (left, in
-// order): checkout-index would delete the file above it to make its
-// directory (below).
+// (unwritten), nor one where something was made meanwhile (made), nor one
+// below either or below a file the removals left (left, in order): its
+// directory cannot be made there (below).
 func (s *Store) write(ctx context.Context, staged gitexec.Shadow, v *targetView, w *restoreWrites, total int, left []string) (unwritten, below, made []string, err error) {
 	done := new(atomic.Int64)
 	var late []string
@@ -962,11 +967,8 @@ func (s *Store) write(ctx context.Context, staged gitexec.Shadow, v *targetView,
 		}
 		checkout = append(slices.Clip(checkout), late...)
 	}
-	checkout, made, unwritten, err = s.unlinkWrites(checkout, v.cur, partial)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	stays := slices.Sorted(slices.Values(slices.Concat(left, made, unwritten)))
+	checkout, made, unwritten, unremoved, removeErr := s.unlinkWrites(checkout, v.cur, partial)
+	stays := slices.Sorted(slices.Values(slices.Concat(left, made, unwritten, unremoved)))
 	checkout = slices.DeleteFunc(checkout, func(p string) bool {
 		for d := path.Dir(p); d != "."; d = path.Dir(d) {
 			if _, found := slices.BinarySearch(stays, d); found {
@@ -979,6 +981,9 @@ func (s *Store) write(ctx context.Context, staged gitexec.Shadow, v *targetView,
 	madeSince, err := s.checkout(ctx, staged, v.entries, checkout, done, total)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if removeErr != nil {
+		return nil, nil, nil, removeErr
 	}
 	return unwritten, below, slices.Sorted(slices.Values(append(made, madeSince...))), nil
 }
@@ -1109,29 +1114,34 @@ func rmdirBeneath(root, rel string) error {
 // write anew, side by side: it deletes each before writing it, one after
 // another, and on a file system that discards what it frees a deletion
 // costs more than the write (100 files: 15 ms one after another, 8 ms side
-// by side). Never through a symlinked parent (inside); a deletion that
-// fails (but for a file gone meanwhile) fails the restore.
+// by side). Never through a symlinked parent (inside). A deletion that
+// fails (but for a file gone meanwhile) leaves the path (unremoved) and is
+// the error, once the rest is written.
 //
 // The plan writes a file over a directory only once its removals leave
 // nothing but empty directories there (inTheWay), which go now (checkout-
 // index writes no file over a directory): a directory holding anything
 // else was made since, by someone else, and is taken out of the writes
-// (made) and left as it is.
+// (made) and left as it is. So is a file or symlink at a path where the
+// safety checkpoint (cur) found none: the plan leaves what no checkpoint
+// holds out of its writes.
 //
-// A file changed since the safety checkpoint read it (cur), but for one the
+// A file changed since the safety checkpoint read it, but for one the
 // restore wrote in part (partial), is left as it is too (changed).
-func (s *Store) unlinkWrites(write []string, cur *capture, partial map[string]bool) (kept, made, changed []string, err error) {
+func (s *Store) unlinkWrites(write []string, cur *capture, partial map[string]bool) (kept, made, changed, unremoved []string, err error) {
 	const (
 		unlinked   = iota // deleted, or nothing there: checkout-index writes it
-		madeHere          // a directory holding more than directories
+		madeHere          // made since the safety checkpoint looked
 		editedHere        // changed since the safety checkpoint read it
+		failedHere        // its deletion failed
 	)
 	state := make([]uint8, len(write))
 	var mu sync.Mutex
-	fail := func(rel string, e error) {
+	fail := func(i int, e error) {
+		state[i] = failedHere
 		mu.Lock()
 		if err == nil {
-			err = fmt.Errorf("restore could not remove %s to write it: %s", rel, errText(e))
+			err = fmt.Errorf("restore could not remove %s to write it: %s", write[i], errText(e))
 		}
 		mu.Unlock()
 	}
@@ -1149,16 +1159,18 @@ func (s *Store) unlinkWrites(write []string, cur *capture, partial map[string]bo
 				case err != nil:
 				case fi.IsDir():
 					if gone, err := removeEmptyTree(s.WorkTree, write[i]); err != nil {
-						fail(write[i], err)
+						fail(i, err)
 					} else if !gone {
 						state[i] = madeHere
 					}
-				case !partial[write[i]] && cur.changedSince(write[i], fi):
+				case partial[write[i]]:
+					s.unlinkWrite(i, write[i], fail)
+				case !cur.inTree.has(write[i]):
+					state[i] = madeHere
+				case cur.changedSince(write[i], fi):
 					state[i] = editedHere
 				default:
-					if err := removeBeneath(s.WorkTree, write[i]); err != nil && !errors.Is(err, fs.ErrNotExist) {
-						fail(write[i], err)
-					}
+					s.unlinkWrite(i, write[i], fail)
 				}
 			}
 		})
@@ -1170,11 +1182,21 @@ func (s *Store) unlinkWrites(write []string, cur *capture, partial map[string]bo
 			made = append(made, w)
 		case editedHere:
 			changed = append(changed, w)
+		case failedHere:
+			unremoved = append(unremoved, w)
 		default:
 			kept = append(kept, w)
 		}
 	}
-	return kept, made, changed, err
+	return kept, made, changed, unremoved, err
+}
+
+// unlinkWrite deletes write i, rel, for unlinkWrites, telling fail of a
+// failure.
+func (s *Store) unlinkWrite(i int, rel string, fail func(int, error)) {
+	if err := removeBeneath(s.WorkTree, rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		fail(i, err)
+	}
 }
 
 // removeEmptyTree removes the directory rel (below root) when nothing but
@@ -1251,7 +1273,7 @@ func (s *Store) checkout(ctx context.Context, g gitexec.Shadow, entries map[stri
 		}
 		// (a directory there now needs nothing: one swapped since for a
 		// symlink or a file makes checkout-index fail, not follow it)
-		if fi, err := os.Lstat(filepath.Join(s.WorkTree, d)); err == nil && fi.IsDir() {
+		if st, err := lstatBeneath(s.WorkTree, d); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			dirMade[d] = true
 			continue
 		}
@@ -1329,13 +1351,11 @@ func refusedWrites(err error, write []string) (refused map[string]bool, ok bool)
 	refused = map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSuffix(gitErr.Stderr, "\n"), "\n") {
 		p, found := strings.CutSuffix(line, " already exists, no checkout")
-		if !found {
-			// made between git's look and its O_EXCL create
-			p, found = strings.CutPrefix(line, "error: unable to create file ")
-			if !found {
-				p, found = strings.CutPrefix(line, "error: unable to create symlink ")
+		// (or made between git's look and its O_EXCL create)
+		for _, prefix := range []string{"error: unable to create file ", "error: unable to create symlink "} {
+			if rest, ok := strings.CutPrefix(line, prefix); ok && !found {
+				p, found = strings.CutSuffix(rest, ": File exists")
 			}
-			p, found = strings.CutSuffix(p, ": File exists")
 		}
 		if !found || !writes[p] {
 			return nil, false

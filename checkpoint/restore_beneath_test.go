@@ -263,7 +263,7 @@ func TestRestoreNeverOverwritesWhatIsMadeMeanwhile(t *testing.T) {
 // and nothing else: another line, another exit code, a path it was not
 // given, or a name its lines cannot tell (a newline in it).
 func TestRefusedWrites(t *testing.T) {
-	write := []string{"a b.txt", "d/x", "l", "ok.txt"}
+	write := []string{"a b.txt", "d/x", "l", "ok.txt", "error: d/x"}
 	gitErr := func(code int, stderr string) error {
 		return &gitexec.Error{Args: []string{"checkout-index"}, ExitCode: code, Stderr: stderr}
 	}
@@ -276,6 +276,7 @@ func TestRefusedWrites(t *testing.T) {
 		"fatal":               gitErr(128, "fatal: cannot create directory at 'd': File exists\n"),
 		"a path not given":    gitErr(1, "other already exists, no checkout\n"),
 		"another error there": gitErr(1, "error: unable to create file d/x: Permission denied\n"),
+		"another message":     gitErr(1, "error: d/x: File exists\n"),
 		"not git's":           errors.New("a already exists, no checkout"),
 	} {
 		if refused, ok := refusedWrites(err, write); ok {
@@ -286,5 +287,67 @@ func TestRefusedWrites(t *testing.T) {
 	odd := "a already exists, no checkout\nb"
 	if refused, ok := refusedWrites(gitErr(1, odd+" already exists, no checkout\n"), []string{"a", "b", odd}); ok {
 		t.Errorf("a name with a newline: refused %v", refused)
+	}
+}
+
+// The parent directories a --file restore makes get the bits the checkpoint
+// recorded, as those of a whole restore do, not the 0700 it writes under.
+func TestRestoreFileMakesParentsWithTheirBits(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	mustWrite(t, filepath.Join(wt, "a", "b", "f.txt"), "f\n")
+	mustWrite(t, filepath.Join(wt, "g.txt"), "g\n")
+	for d, perm := range map[string]os.FileMode{"a": 0o755, "a/b": 0o750} {
+		if err := os.Chmod(filepath.Join(wt, d), perm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Create(ctx, CreateOptions{Reason: "target", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(wt, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Restore(ctx, "target", RestoreOptions{Files: []string{"a/b/f.txt"}}); err != nil {
+		t.Fatal(err)
+	}
+	for d, want := range map[string]os.FileMode{"a": 0o755, "a/b": 0o750, "a/b/f.txt": 0o644} {
+		if got := mode(t, filepath.Join(wt, d)); got != want {
+			t.Errorf("%s after the --file restore: %v, want %v", d, got, want)
+		}
+	}
+}
+
+// A file made, while the restore writes, at a path the safety checkpoint
+// found empty and the restore writes is left as it is and named, however
+// early in the writes it is made (here, before the writes in place).
+func TestRestoreLeavesFileMadeAtEmptyPath(t *testing.T) {
+	defer func() { beforeInPlace = func(string) {} }()
+	ctx := context.Background()
+	s, wt := newStore(t)
+	mustWrite(t, filepath.Join(wt, "new.txt"), "in the target\n")
+	mustWrite(t, filepath.Join(wt, "edit.txt"), "in the target\n")
+	if _, err := s.Create(ctx, CreateOptions{Reason: "target", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	target := listing(t, wt, true)
+	if err := os.Remove(filepath.Join(wt, "new.txt")); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(wt, "edit.txt"), "edited\n")
+	beforeInPlace = func(string) { mustWrite(t, filepath.Join(wt, "new.txt"), "made meanwhile\n") }
+	_, err := s.Restore(ctx, "target", RestoreOptions{})
+	if err == nil || !strings.Contains(err.Error(), "restore could not write new.txt: a file, a symlink or a directory with files in it was made there") {
+		t.Errorf("the restore's error: %v, want one naming new.txt", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(wt, "new.txt")); string(got) != "made meanwhile\n" {
+		t.Errorf("new.txt, made while the restore wrote: %q %v", got, err)
+	}
+	beforeInPlace = func(string) {}
+	if _, err := s.Restore(ctx, "target", RestoreOptions{}); err != nil {
+		t.Fatalf("restored again: %v", err)
+	}
+	if d := diffMaps(target, listing(t, wt, true)); d != "" {
+		t.Errorf("restored again, not exact: %s", d)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -259,7 +260,8 @@ func TestSameSizeRewriteInTheSameSecond(t *testing.T) {
 }
 
 // unlinkWrites deletes what checkout-index is about to write anew, and
-// nothing through a symlinked parent, and no directory.
+// nothing through a symlinked parent, no directory holding a file, and no
+// file at a path where the safety checkpoint found none (made since).
 func TestUnlinkWrites(t *testing.T) {
 	s, wt := newStore(t)
 	outside := t.TempDir()
@@ -268,7 +270,14 @@ func TestUnlinkWrites(t *testing.T) {
 	mustWrite(t, filepath.Join(wt, "a", "f"), "a\n")
 	mustWrite(t, filepath.Join(wt, "dir", "g"), "g\n")
 	os.Symlink("a/f", filepath.Join(wt, "sym"))
-	s.unlinkWrites([]string{"link/f", "a/f", "dir", "sym", "missing"}, &capture{}, nil)
+	mustWrite(t, filepath.Join(wt, "new"), "made since the safety checkpoint looked\n")
+	kept, made, changed, unremoved, err := s.unlinkWrites([]string{"link/f", "a/f", "dir", "sym", "missing", "new"}, &capture{inTree: sortedPaths{"a/f", "sym"}}, nil)
+	if err != nil || !slices.Equal(kept, []string{"link/f", "a/f", "sym", "missing"}) || !slices.Equal(made, []string{"dir", "new"}) || changed != nil || unremoved != nil {
+		t.Errorf("kept %q, made %q, changed %q, unremoved %q, %v", kept, made, changed, unremoved, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(wt, "new")); string(data) != "made since the safety checkpoint looked\n" {
+		t.Errorf("a file at a path the safety checkpoint found empty: %q, %v", data, err)
+	}
 	if data, err := os.ReadFile(filepath.Join(outside, "f")); string(data) != "outside\n" {
 		t.Errorf("deleted through a symlinked parent: %q, %v", data, err)
 	}

@@ -66,9 +66,10 @@ func objectReaderPackCutShort(t *testing.T) {
 // symlink to a directory outside the work tree after the restore looked at
 // the parents and before it opens the file, never has the restore write
 // through it: the file of the same name outside keeps its content. The
-// symlink, made while the restore wrote, is left as it is and named (the
-// restore makes no directory where it is); a second restore, whose safety
-// checkpoint holds it, leaves the work tree the checkpoint's.
+// symlink, made while the restore wrote, is left as it is (the restore
+// makes no directory where it is) and the file below it named; a second
+// restore, whose safety checkpoint holds it, leaves the work tree the
+// checkpoint's.
 func TestRestoreInPlaceParentSwappedForSymlink(t *testing.T) {
 	ctx := context.Background()
 	s, wt := newStore(t)
