@@ -870,7 +870,7 @@ func (s *Store) prepareWrites(ctx context.Context, g gitexec.Shadow, target *Che
 		id := entryID(e)
 		ids = append(ids, id)
 		if perm, ok := inPlacePerm(target, p, e); ok {
-			if st, err := s.lstatInside(p); err == nil && inPlace(st, perm) {
+			if st, err := lstatBeneath(s.WorkTree, p); err == nil && inPlace(&st, perm) {
 				w.rewrite = append(w.rewrite, rewrite{path: p, perm: perm})
 				content[id] = nil
 				continue
@@ -921,15 +921,6 @@ func inPlacePerm(target *Checkpoint, p, e string) (os.FileMode, bool) {
 func inPlace(st *unix.Stat_t, perm os.FileMode) bool {
 	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 && int(st.Uid) == os.Geteuid() &&
 		os.FileMode(st.Mode&0o7777) == perm
-}
-
-func (s *Store) lstatInside(rel string) (*unix.Stat_t, error) {
-	full, err := s.inside(rel)
-	if err != nil {
-		return nil, err
-	}
-	var st unix.Stat_t
-	return &st, unix.Lstat(full, &st)
 }
 
 // write makes the restore's writes: the files in place first, then through
@@ -1050,25 +1041,60 @@ func openBeneath(root, rel string, flag int) (*os.File, error) {
 // openParentBeneath opens the directory that holds rel (slash-separated,
 // below root) as openBeneath opens it, and returns it with rel's last name.
 func openParentBeneath(root, rel string) (dir int, name string, err error) {
-	names := strings.Split(rel, "/")
-	for _, n := range names {
-		if n == "" || n == "." || n == ".." {
-			return -1, "", fmt.Errorf("%s: not a path below the work tree", rel)
-		}
-	}
-	dir, err = unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	names, err := namesBeneath(rel)
 	if err != nil {
 		return -1, "", err
 	}
-	for _, n := range names[:len(names)-1] {
+	dir, err = walkBeneath(root, rel, names[:len(names)-1], 0)
+	return dir, names[len(names)-1], err
+}
+
+// namesBeneath splits rel (slash-separated) into its names, each a name
+// below the one before it.
+func namesBeneath(rel string) ([]string, error) {
+	names := strings.Split(rel, "/")
+	for _, n := range names {
+		if n == "" || n == "." || n == ".." {
+			return nil, fmt.Errorf("%s: not a path below the work tree", rel)
+		}
+	}
+	return names, nil
+}
+
+// walkBeneath opens the directory names (the first names of rel) below
+// root, a name at a time in the one above, never following a symlink (a
+// symlink on the way fails it: symlinkOnWay); with perm, it makes each name
+// missing first (mkdirBeneath).
+func walkBeneath(root, rel string, names []string, perm uint32) (int, error) {
+	dir, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	for i, n := range names {
+		if perm != 0 {
+			if err := unix.Mkdirat(dir, n, perm); err != nil && err != unix.EEXIST {
+				unix.Close(dir)
+				return -1, err
+			}
+		}
 		next, err := unix.Openat(dir, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			var st unix.Stat_t
+			if unix.Fstatat(dir, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				if at := strings.Join(names[:i+1], "/"); at != rel {
+					err = symlinkOnWay(fmt.Sprintf("%s: its parent %s is a symlink; not following it", rel, at))
+				} else {
+					err = symlinkOnWay(rel + " is a symlink; not following it")
+				}
+			}
+		}
 		unix.Close(dir)
 		if err != nil {
-			return -1, "", err
+			return -1, err
 		}
 		dir = next
 	}
-	return dir, names[len(names)-1], nil
+	return dir, nil
 }
 
 // removeBeneath removes the file, symlink or empty directory rel (below
@@ -1514,7 +1540,7 @@ func permKind(mode uint32, isDir bool) error {
 	}
 }
 
-// symlinkOnWay is mkdirBeneath's error for a symlink where it needs a
+// symlinkOnWay is walkBeneath's error for a symlink where it needs a
 // directory: errors.Is finds ENOTDIR in it, as in its error for a file
 // there.
 type symlinkOnWay string
@@ -1527,39 +1553,15 @@ func (e symlinkOnWay) Is(target error) bool { return target == unix.ENOTDIR }
 // opens it: a directory on the way made a symlink fails it, where
 // os.MkdirAll would follow it and make directories out of the work tree.
 func mkdirBeneath(root, rel string, perm os.FileMode) error {
-	dir, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	names, err := namesBeneath(rel)
 	if err != nil {
 		return err
 	}
-	names := strings.Split(rel, "/")
-	for i, n := range names {
-		if n == "" || n == "." || n == ".." {
-			unix.Close(dir)
-			return fmt.Errorf("%s: not a path below the work tree", rel)
-		}
-		if err := unix.Mkdirat(dir, n, uint32(perm.Perm())); err != nil && err != unix.EEXIST {
-			unix.Close(dir)
-			return err
-		}
-		next, err := unix.Openat(dir, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			var st unix.Stat_t
-			if unix.Fstatat(dir, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-				if i < len(names)-1 {
-					err = symlinkOnWay(fmt.Sprintf("%s: its parent %s is a symlink; not following it", rel, strings.Join(names[:i+1], "/")))
-				} else {
-					err = symlinkOnWay(rel + " is a symlink; not following it")
-				}
-			}
-		}
+	dir, err := walkBeneath(root, rel, names, uint32(perm.Perm()))
+	if err == nil {
 		unix.Close(dir)
-		if err != nil {
-			return err
-		}
-		dir = next
 	}
-	unix.Close(dir)
-	return nil
+	return err
 }
 
 func literal(paths []string) []string {
