@@ -93,24 +93,23 @@ func fileMode(st *unix.Stat_t) os.FileMode {
 const ownLook = true
 
 // openDirBeneath is openDirStat of root/dir, each directory on the way
-// opened by its name in the one above without following a symlink: a
-// directory replaced by a symlink (or a file) since the cache was written
-// gives no descriptor, not the files at the symlink's target. ok is false
-// then, and whenever the directory cannot be opened.
+// opened by its name in the one above without following a symlink
+// (walkBeneath): a directory replaced by a symlink (or a file) since the
+// cache was written gives no descriptor, not the files at the symlink's
+// target. ok is false then, and whenever the directory cannot be opened.
 func openDirBeneath(root, dir string) (d dirStat, ok bool) {
-	fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	var names []string
+	if dir != "." {
+		names = strings.Split(dir, "/")
+	}
+	fd, err := walkBeneath(root, dir, names, 0)
 	if err != nil {
 		return dirStat{fd: -1}, false
 	}
-	if dir != "." {
-		for n := range strings.SplitSeq(dir, "/") {
-			next, err := unix.Openat(fd, n, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-			unix.Close(fd)
-			if err != nil {
-				return dirStat{fd: -1}, false
-			}
-			fd = next
-		}
-	}
 	return dirStat{fd: fd}, true
 }
+
+// dirOpen is how walkBeneath opens a directory: O_PATH, which asks only to
+// search it, as the calls made in it (openat, unlinkat, mkdirat, fstatat)
+// do, and opens nothing for reading.
+const dirOpen = unix.O_PATH

@@ -2,7 +2,11 @@
 
 package checkpoint
 
-import "os"
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
 
 // dirStat is lstat of whole paths here (see lstat_linux.go).
 type dirStat struct{}
@@ -31,6 +35,10 @@ func (dirStat) look(root, rel string) (fileLook, error) {
 // file, so the capture leaves the look to git's diff-files (see
 // differFromCache).
 const ownLook = false
+
+// dirOpen is how walkBeneath opens a directory (Linux's O_PATH is not
+// everywhere).
+const dirOpen = unix.O_RDONLY
 
 // openDirBeneath opens nothing here: no capture asks (ownLook).
 func openDirBeneath(string, string) (dirStat, bool) { return dirStat{}, false }

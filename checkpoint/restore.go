@@ -1062,11 +1062,11 @@ func namesBeneath(rel string) ([]string, error) {
 }
 
 // walkBeneath opens the directory names (the first names of rel) below
-// root, a name at a time in the one above, never following a symlink (a
-// symlink on the way fails it: symlinkOnWay); with perm, it makes each name
-// missing first (mkdirBeneath).
+// root, as dirOpen says, a name at a time in the one above, never following
+// a symlink (a symlink on the way fails it: symlinkOnWay); with perm, it
+// makes each name missing first (mkdirBeneath).
 func walkBeneath(root, rel string, names []string, perm uint32) (int, error) {
-	dir, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	dir, err := unix.Open(root, dirOpen|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, err
 	}
@@ -1077,7 +1077,7 @@ func walkBeneath(root, rel string, names []string, perm uint32) (int, error) {
 				return -1, err
 			}
 		}
-		next, err := unix.Openat(dir, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		next, err := unix.Openat(dir, n, dirOpen|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			var st unix.Stat_t
 			if unix.Fstatat(dir, n, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
