@@ -992,6 +992,13 @@ var beforeMkdir = func(string) {}
 // another file the restore removes next.)
 var beforeRemove = func(string) {}
 
+// inPlaceWrite writes a file's content over the one it has. (A test has it
+// fail midway, as a full disk does.)
+var inPlaceWrite = func(f *os.File, data []byte) error {
+	_, err := f.WriteAt(data, 0)
+	return err
+}
+
 // rewriteInPlace writes r's content into the file there, if that is still a
 // file inPlace allows (looked at through the open descriptor: never through
 // a symlink) and the one the safety checkpoint read (cur). It reports
@@ -1015,7 +1022,7 @@ func (s *Store) rewriteInPlace(r rewrite, cur *capture) (written, touched bool) 
 	if fi, err := f.Stat(); err != nil || cur.changedSince(r.path, fi) {
 		return false, false // unlinkWrites leaves it
 	}
-	if _, err := f.WriteAt(r.data, 0); err != nil {
+	if err := inPlaceWrite(f, r.data); err != nil {
 		return false, true
 	}
 	written = f.Truncate(int64(len(r.data))) == nil && f.Close() == nil
@@ -1496,14 +1503,18 @@ func (s *Store) setPerms(v *targetView, p *restorePlan, target *Checkpoint, cur 
 	}
 	// Every change is made, a failure of one or not: a file left without
 	// its bits has those it was written with (0600 under the umask above).
-	var failed error
+	// The error names each failure.
+	var failed []string
 	for _, c := range changes {
 		beforeChmod(c.path)
-		if err := chmodBeneath(s.WorkTree, c.path, c.want, c.isDir); err != nil && failed == nil {
-			failed = fmt.Errorf("restore the permissions of %s: %w", c.path, err)
+		if err := chmodBeneath(s.WorkTree, c.path, c.want, c.isDir); err != nil {
+			failed = append(failed, fmt.Sprintf("restore the permissions of %s: %v", c.path, err))
 		}
 	}
-	return failed
+	if len(failed) > 0 {
+		return errors.New(strings.Join(failed, "; "))
+	}
+	return nil
 }
 
 // beforeChmod runs before a restore sets the bits of a file or directory,

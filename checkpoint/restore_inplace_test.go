@@ -518,3 +518,53 @@ func holdsAFile(dir string) bool {
 	})
 	return found
 }
+
+// A write in place that fails midway (a full disk) leaves the file half
+// written: the restore's own change, which it then writes anew through
+// checkout-index, as it writes a file no longer fit to be written in place.
+// The tree comes out exact, and the safety checkpoint holds the file as it
+// was before, which its undo brings back.
+func TestRestoreInPlaceWriteFailsMidway(t *testing.T) {
+	defer func(w func(*os.File, []byte) error) { inPlaceWrite = w }(inPlaceWrite)
+	ctx := context.Background()
+	s, wt := newStore(t)
+	a := filepath.Join(wt, "sub", "a.txt")
+	mustWrite(t, a, strings.Repeat("the checkpoint's line\n", 100))
+	mustWrite(t, filepath.Join(wt, "sub", "b.txt"), "b\n")
+	if _, err := s.Create(ctx, CreateOptions{Reason: "target", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	target := listing(t, wt, true)
+	mustWrite(t, a, strings.Repeat("a later line\n", 300))
+	mustWrite(t, filepath.Join(wt, "sub", "b.txt"), "b, later\n")
+	before := listing(t, wt, true)
+	failed := 0
+	inPlaceWrite = func(f *os.File, data []byte) error {
+		if !strings.HasSuffix(f.Name(), "a.txt") {
+			_, err := f.WriteAt(data, 0)
+			return err
+		}
+		failed++
+		if _, err := f.WriteAt(data[:len(data)/2], 0); err != nil {
+			t.Fatal(err)
+		}
+		return unix.ENOSPC
+	}
+	res, err := s.Restore(ctx, "target", RestoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if failed != 1 || len(res.Write) != 2 {
+		t.Fatalf("written %v, %d writes of a.txt failed: want both written, the one failed", res.Write, failed)
+	}
+	if d := diffMaps(target, listing(t, wt, true)); d != "" {
+		t.Errorf("the restore is not exact after a write in place failed: %s", d)
+	}
+	inPlaceWrite = func(f *os.File, data []byte) error { _, err := f.WriteAt(data, 0); return err }
+	if _, err := s.Restore(ctx, res.Safety.ID, RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d := diffMaps(before, listing(t, wt, true)); d != "" {
+		t.Errorf("the undo is not exact: %s", d)
+	}
+}
