@@ -29,7 +29,9 @@ func mustWrite(t *testing.T, path, content string) {
 	}
 }
 
-// listing maps every path under dir (except .git contents) to its mode and hash.
+// listing maps every path under dir (except .git contents) to its mode and
+// hash: a file's, a symlink's target, a directory's bits (under its name
+// and a slash).
 func listing(t *testing.T, dir string, skipGit bool) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -44,6 +46,9 @@ func listing(t *testing.T, dir string, skipGit bool) map[string]string {
 		fi, _ := os.Lstat(p)
 		switch {
 		case d.IsDir():
+			if rel != "." {
+				out[rel+"/"] = fmt.Sprintf("dir %v", fi.Mode().Perm())
+			}
 		case fi.Mode()&fs.ModeSymlink != 0:
 			l, _ := os.Readlink(p)
 			out[rel] = "link " + l

@@ -438,8 +438,11 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, v *t
 	dirList := sortedKeys(made)
 	missing := make([]bool, len(dirList))
 	forEach(len(dirList), func(i int) {
-		fi, err := os.Lstat(filepath.Join(s.WorkTree, dirList[i]))
-		missing[i] = err != nil || !fi.IsDir()
+		// Through its parents opened without following a symlink: a
+		// directory of the name at a symlinked parent's target is not
+		// this one, which the writes make (and then give its bits).
+		st, err := lstatBeneath(s.WorkTree, dirList[i])
+		missing[i] = err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR
 	})
 	for i, d := range dirList {
 		if missing[i] {

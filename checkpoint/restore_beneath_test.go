@@ -356,3 +356,120 @@ func TestRestoreLeavesFileMadeAtEmptyPath(t *testing.T) {
 		t.Errorf("restored again, not exact: %s", d)
 	}
 }
+
+// A directory the checkpoint had without files, below one that can be
+// searched but not read (0300) now, is made: the restore opens the
+// directories on its way only to search them (dirOpen), as git's own calls
+// need. The capture skips what the unreadable directory holds, and the
+// restore keeps it; the undo brings back the tree as it was, bits and all.
+// (Run as a user other than root: root reads an unreadable directory.)
+func TestRestoreMakesDirectoryBelowUnreadableOne(t *testing.T) {
+	if asUnprivileged(t) {
+		return
+	}
+	ctx := context.Background()
+	s, wt := newStore(t)
+	var warned []string
+	s.Warn = func(w string) { warned = append(warned, w) }
+	locked := filepath.Join(wt, "locked")
+	mustWrite(t, filepath.Join(locked, "sub", "a.txt"), "one\n")
+	mustWrite(t, filepath.Join(wt, "top.txt"), "top\n")
+	if err := os.Mkdir(filepath.Join(locked, "new"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(locked, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, CreateOptions{Reason: "target", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	target := listing(t, wt, true)
+	if err := os.Remove(filepath.Join(locked, "new")); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(wt, "top.txt"), "top, later\n")
+	before := listing(t, wt, true)
+	if err := os.Chmod(locked, 0o300); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(locked, 0o755) // for the test's cleanup
+	warned = nil
+	res, err := s.Restore(ctx, "target", RestoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range warned {
+		if strings.Contains(w, "did not make the directory") {
+			t.Errorf("warned: %s", w)
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(locked, "new")); err != nil || !fi.IsDir() {
+		t.Errorf("locked/new after the restore: %v, want the directory", err)
+	}
+	if got := mode(t, locked); got != 0o755 {
+		t.Errorf("locked is %v after the restore, want 0755 as the checkpoint holds it", got)
+	}
+	if d := diffMaps(target, listing(t, wt, true)); d != "" {
+		t.Errorf("the restore is not exact: %s", d)
+	}
+	if _, err := s.Restore(ctx, res.Safety.ID, RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mode(t, locked); got != 0o300 {
+		t.Errorf("locked is %v after the undo, want 0300", got)
+	}
+	os.Chmod(locked, 0o755)
+	if _, err := os.Lstat(filepath.Join(locked, "new")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("locked/new after the undo: %v, want it gone", err)
+	}
+	if d := diffMaps(before, listing(t, wt, true)); d != "" {
+		t.Errorf("the undo is not exact: %s", d)
+	}
+}
+
+// A directory a restore makes below a parent that is a symlink now, to a
+// directory out of the work tree holding one of the same name, gets the
+// checkpoint's bits: the plan looks for the directories to make through
+// their parents opened without following a symlink, where a look at the
+// whole path found the one out there, never counted this one as made, and
+// left it with the 0700 the restore makes it with. Nothing out there is
+// touched.
+func TestRestoreDirBelowSymlinkedParentGetsItsBits(t *testing.T) {
+	ctx := context.Background()
+	s, wt := newStore(t)
+	mustWrite(t, filepath.Join(wt, "deep", "a", "b", "c.txt"), "c\n")
+	for _, d := range []string{"deep", "deep/a", "deep/a/b"} {
+		if err := os.Chmod(filepath.Join(wt, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Create(ctx, CreateOptions{Reason: "target", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	mustWrite(t, filepath.Join(outside, "b", "keep.txt"), "outside\n")
+	if err := os.Chmod(filepath.Join(outside, "b"), 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(wt, "deep", "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(wt, "deep", "a")); err != nil {
+		t.Fatal(err)
+	}
+	outBefore := listing(t, outside, false)
+	if _, err := s.Restore(ctx, "target", RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"deep/a", "deep/a/b"} {
+		if got := mode(t, filepath.Join(wt, d)); got != 0o755 {
+			t.Errorf("%s after the restore: %v, want 0755 as the checkpoint has it", d, got)
+		}
+	}
+	if got := mode(t, filepath.Join(outside, "b")); got != 0o711 {
+		t.Errorf("b out of the work tree: %v, want 0711 (untouched)", got)
+	}
+	if d := diffMaps(outBefore, listing(t, outside, false)); d != "" {
+		t.Errorf("out of the work tree: %s", d)
+	}
+}
