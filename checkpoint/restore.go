@@ -243,7 +243,7 @@ func (s *Store) restore(ctx context.Context, ref string, opt RestoreOptions, fil
 		return nil, err
 	}
 	if err := s.apply(ctx, staged, view, plan, writes, target, cur, files); err != nil {
-		return nil, err
+		return nil, &RestoreFailedError{Err: err, Restore: InterruptedError{Target: target.Short(), Safety: res.Safety.Short(), Reason: target.Reason, Files: files}}
 	}
 	if err := os.Remove(s.restoreMarker()); err != nil {
 		return nil, err
@@ -1506,18 +1506,36 @@ func (s *Store) setPerms(v *targetView, p *restorePlan, target *Checkpoint, cur 
 	}
 	// Every change is made, a failure of one or not: a file left without
 	// its bits has those it was written with (0600 under the umask above).
-	// The error names each failure.
-	var failed []string
+	failures := map[string]error{}
 	for _, c := range changes {
 		beforeChmod(c.path)
 		if err := chmodBeneath(s.WorkTree, c.path, c.want, c.isDir); err != nil {
-			failed = append(failed, fmt.Sprintf("restore the permissions of %s: %v", c.path, err))
+			if !strings.HasPrefix(err.Error(), c.path+":") {
+				err = fmt.Errorf("%s: %w", c.path, err)
+			}
+			failures[c.path] = err
 		}
 	}
+	failed := slices.Sorted(maps.Keys(failures))
+	var first error
 	if len(failed) > 0 {
-		return errors.New(strings.Join(failed, "; "))
+		first = failures[failed[0]]
+	}
+	switch {
+	case len(failed) == 1:
+		return fmt.Errorf("restore the permissions of %w", first)
+	case len(failed) > 1:
+		return fmt.Errorf("restore the permissions of %s (the first: %w)", namesAndMore(failed, 10), first)
 	}
 	return nil
+}
+
+// namesAndMore is the first max of names, and how many more there are.
+func namesAndMore(names []string, max int) string {
+	if len(names) <= max {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:max], ", "), len(names)-max)
 }
 
 // beforeChmod runs before a restore sets the bits of a file or directory,

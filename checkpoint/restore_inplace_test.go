@@ -546,7 +546,7 @@ func TestRestoreInPlaceWriteFailsMidway(t *testing.T) {
 		}
 		failed++
 		if _, err := f.WriteAt(data[:len(data)/2], 0); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		return unix.ENOSPC
 	}

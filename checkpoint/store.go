@@ -973,6 +973,18 @@ func (e *InterruptedError) Hints() []string {
 	}
 }
 
+// RestoreFailedError is a restore that failed once it had begun to write
+// the work tree: its marker stays, as an interrupted one's does, and Hints
+// says how to finish or undo it, as for an interrupted one.
+type RestoreFailedError struct {
+	Err     error
+	Restore InterruptedError
+}
+
+func (e *RestoreFailedError) Error() string   { return e.Err.Error() }
+func (e *RestoreFailedError) Unwrap() error   { return e.Err }
+func (e *RestoreFailedError) Hints() []string { return e.Restore.Hints() }
+
 type restoreMarker struct {
 	target, safety, reason string
 	files                  []string

@@ -83,6 +83,7 @@ func classify(err error) (int, []string) {
 	var busy *checkpoint.BusyError
 	var refErr *checkpoint.RefError
 	var interrupted *checkpoint.InterruptedError
+	var failed *checkpoint.RestoreFailedError
 	var readOnly *checkpoint.ReadOnlyError
 	var foreign *checkpoint.ForeignStoreError
 	var adopt *checkpoint.AdoptError
@@ -120,7 +121,12 @@ func classify(err error) (int, []string) {
 		}
 		return exitFailure, hints
 	case errors.Is(err, context.Canceled):
+		if errors.As(err, &failed) {
+			return exitInterrupted, failed.Hints()
+		}
 		return exitInterrupted, nil
+	case errors.As(err, &failed):
+		return exitFailure, failed.Hints()
 	case errors.Is(err, gitexec.ErrGitNotFound):
 		return exitFailure, []string{"install git " + gitexec.MinVersion + " or newer and make sure it is on PATH"}
 	case errors.As(err, &verr):

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/rewind-cli/rewind/checkpoint"
+)
+
+// A restore that failed as it wrote, or was interrupted then, says how to
+// finish or undo it: the commands with its target and safety checkpoint.
+func TestClassifyFailedRestoreHints(t *testing.T) {
+	restore := checkpoint.InterruptedError{Target: "1a2b3c4d", Safety: "5e6f7a8b", Reason: "pre-wave-2"}
+	want := []string{
+		"finish it: rewind checkpoint restore 1a2b3c4d --yes",
+		"or undo it: rewind checkpoint restore 5e6f7a8b --yes (the safety checkpoint taken before it)",
+	}
+	for _, tc := range []struct {
+		err  error
+		exit int
+	}{
+		{&checkpoint.RestoreFailedError{Err: errors.New("restore the permissions of run.sh: operation not permitted"), Restore: restore}, exitFailure},
+		{&checkpoint.RestoreFailedError{Err: fmt.Errorf("checkout-index: %w", context.Canceled), Restore: restore}, exitInterrupted},
+	} {
+		exit, hints := classify(tc.err)
+		if exit != tc.exit || !slices.Equal(hints, want) {
+			t.Errorf("%v: exit %d, hints %q; want %d, %q", tc.err, exit, hints, tc.exit, want)
+		}
+	}
+}
