@@ -397,9 +397,11 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, v *t
 			if !underAny(d, files) {
 				continue
 			}
-			fi, err := os.Lstat(filepath.Join(s.WorkTree, d))
-			// Missing (below a file, too), or a file the restore removes.
-			if err != nil || (!fi.IsDir() && slices.Contains(p.remove, d)) {
+			// Missing (below a file or a symlink, too: looked at through
+			// the parents opened without following one), or a file the
+			// restore removes.
+			st, err := lstatBeneath(s.WorkTree, d)
+			if err != nil || (st.Mode&unix.S_IFMT != unix.S_IFDIR && slices.Contains(p.remove, d)) {
 				missing = append(missing, d)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -123,10 +124,21 @@ func randomRound(t *testing.T, seed int64) {
 	}
 }
 
+// withoutLogs is a listing without the ignored *.log files, nor the
+// directories with no other file below them (a restore keeps those, as it
+// keeps a directory holding a nested repository, whose .git the listing
+// leaves out).
 func withoutLogs(m map[string]string) map[string]string {
 	out := map[string]string{}
+	var files []string
 	for k, v := range m {
-		if !strings.HasSuffix(k, ".log") {
+		if !strings.HasSuffix(k, ".log") && !strings.HasSuffix(k, "/") {
+			out[k] = v
+			files = append(files, k)
+		}
+	}
+	for k, v := range m {
+		if strings.HasSuffix(k, "/") && slices.ContainsFunc(files, func(f string) bool { return strings.HasPrefix(f, k) }) {
 			out[k] = v
 		}
 	}
