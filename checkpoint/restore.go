@@ -401,7 +401,7 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, v *t
 			// the parents opened without following one), or a file the
 			// restore removes.
 			st, err := lstatBeneath(s.WorkTree, d)
-			if err != nil || (st.Mode&unix.S_IFMT != unix.S_IFDIR && slices.Contains(p.remove, d)) {
+			if err != nil || (!dirStatted(st) && slices.Contains(p.remove, d)) {
 				missing = append(missing, d)
 			}
 		}
@@ -444,7 +444,7 @@ func (s *Store) plan(ctx context.Context, target *Checkpoint, cur *capture, v *t
 		// directory of the name at a symlinked parent's target is not
 		// this one, which the writes make (and then give its bits).
 		st, err := lstatBeneath(s.WorkTree, dirList[i])
-		missing[i] = err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR
+		missing[i] = err != nil || !dirStatted(st)
 	})
 	for i, d := range dirList {
 		if missing[i] {
@@ -1311,7 +1311,7 @@ func (s *Store) checkout(ctx context.Context, g gitexec.Shadow, entries map[stri
 		}
 		// (a directory there now needs nothing: one swapped since for a
 		// symlink or a file makes checkout-index fail, not follow it)
-		if st, err := lstatBeneath(s.WorkTree, d); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		if st, err := lstatBeneath(s.WorkTree, d); err == nil && dirStatted(st) {
 			dirMade[d] = true
 			continue
 		}
@@ -1366,6 +1366,9 @@ func lstatBeneath(root, rel string) (unix.Stat_t, error) {
 	defer unix.Close(dir)
 	return st, unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 }
+
+// dirStatted reports whether st (of lstatBeneath) is a directory's.
+func dirStatted(st unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFDIR }
 
 // beforeCheckout runs before a restore makes the directories of the paths
 // checkout-index writes. (A test makes files there meanwhile.)
