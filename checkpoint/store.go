@@ -947,6 +947,10 @@ type InterruptedError struct {
 	Target, Safety string   // short ids
 	Reason         string   //
 	Files          []string // the restore's --file paths; none for a whole restore
+	// Rewind is how the hints run rewind ("rewind" when empty): the command
+	// line adds the global flags it was given, so that a hint pasted anywhere
+	// reaches the same work tree and store.
+	Rewind string
 }
 
 func (e *InterruptedError) Error() string {
@@ -967,9 +971,13 @@ func (e *InterruptedError) Hints() []string {
 	for _, f := range e.Files {
 		files.WriteString(" --file " + gitexec.ShellQuote(":/"+f))
 	}
+	rewind := e.Rewind
+	if rewind == "" {
+		rewind = "rewind"
+	}
 	return []string{
-		fmt.Sprintf("finish it: rewind checkpoint restore %s%s --yes", e.Target, files.String()),
-		fmt.Sprintf("or undo it: rewind checkpoint restore %s --yes (the safety checkpoint taken before it)", e.Safety),
+		fmt.Sprintf("finish it: %s checkpoint restore %s%s --yes", rewind, e.Target, files.String()),
+		fmt.Sprintf("or undo it: %s checkpoint restore %s --yes (the safety checkpoint taken before it)", rewind, e.Safety),
 	}
 }
 

@@ -168,16 +168,7 @@ func adoptCommand(dir, old string) string {
 // createWithReason is the checkpoint create command line c asked for, with
 // reason as --reason and every other flag given kept, ready to paste.
 func createWithReason(c *cli.Context, reason string) string {
-	line := "rewind"
-	// The global flags given on the command line (not through the
-	// environment, which the pasted command inherits), as replayAgain does.
-	if c.IsSet("work-tree") && c.String("work-tree") != os.Getenv("REWIND_WORK_TREE") {
-		line += " -C " + shellArg(c.String("work-tree"))
-	}
-	if c.IsSet("store") && c.String("store") != os.Getenv("REWIND_STORE") {
-		line += " --store " + shellArg(c.String("store"))
-	}
-	line += " checkpoint create --reason " + shellArg(reason)
+	line := opts(c).rewind + " checkpoint create --reason " + shellArg(reason)
 	for _, flag := range []string{"source", "max-file-size", "wait"} {
 		if c.IsSet(flag) {
 			line += " --" + flag + " " + shellArg(c.String(flag))
@@ -778,7 +769,7 @@ func checkpointRestore(c *cli.Context) error {
 		}
 		return withHint(exitErrorf(exitFailure, "the restore is not complete: %s it was asked to write could not be written: %s (see the warnings above)",
 			plural(n, "path", "paths"), strings.Join(names, ", ")),
-			"undo it: rewind checkpoint restore "+res.Safety.Short()+" --yes")
+			"undo it: "+o.rewind+" checkpoint restore "+res.Safety.Short()+" --yes")
 	}
 	if cmd := c.String("verify"); cmd != "" {
 		code, err := gitexec.User{Dir: s.WorkTree}.Run(c.Context, cmd, nil, o.Stderr, o.Stderr)
@@ -791,7 +782,7 @@ func checkpointRestore(c *cli.Context) error {
 		}
 		if code != 0 {
 			return withHint(exitErrorf(exitFailure, "verify: %q exited with status %d; the restore stays", cmd, code),
-				"undo it: rewind checkpoint restore "+res.Safety.Short()+" --yes")
+				"undo it: "+o.rewind+" checkpoint restore "+res.Safety.Short()+" --yes")
 		}
 		o.notef("verify: %q exited with status 0", cmd)
 		return nil

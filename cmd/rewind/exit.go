@@ -135,6 +135,21 @@ func classify(err error) (int, []string) {
 	return exitFailure, nil
 }
 
+// restoreHintsRunAs has the hints of an interrupted or failed restore run
+// rewind as this command line did (rewind, its -C and --store: see
+// options.rewind), so that they reach the same work tree and store from any
+// directory.
+func restoreHintsRunAs(err error, rewind string) {
+	var interrupted *checkpoint.InterruptedError
+	if errors.As(err, &interrupted) {
+		interrupted.Rewind = rewind
+	}
+	var failed *checkpoint.RestoreFailedError
+	if errors.As(err, &failed) {
+		failed.Restore.Rewind = rewind
+	}
+}
+
 // notBlocking turns a hook's failure into exit 1, keeping its code and hints:
 // Claude Code reads a hook's exit 2 as "block the agent", and the hook's
 // contract is exit 1 for every failure but busy (5) and interrupted (130), a

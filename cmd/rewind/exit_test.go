@@ -29,5 +29,21 @@ func TestClassifyFailedRestoreHints(t *testing.T) {
 		if exit != tc.exit || !slices.Equal(hints, want) {
 			t.Errorf("%v: exit %d, hints %q; want %d, %q", tc.err, exit, hints, tc.exit, want)
 		}
+		code, wantCode := errorCode(tc.err, exit), "restore_failed"
+		if tc.exit == exitInterrupted {
+			wantCode = "interrupted"
+		}
+		if code != wantCode {
+			t.Errorf("%v: error code %q, want %q", tc.err, code, wantCode)
+		}
+	}
+	// Run with -C and --store, the hints run rewind as the command did.
+	err := &checkpoint.RestoreFailedError{Err: errors.New("checkout-index: exit status 128"), Restore: restore}
+	restoreHintsRunAs(err, "rewind -C /w --store '/s t'")
+	if _, hints := classify(err); !slices.Equal(hints, []string{
+		"finish it: rewind -C /w --store '/s t' checkpoint restore 1a2b3c4d --yes",
+		"or undo it: rewind -C /w --store '/s t' checkpoint restore 5e6f7a8b --yes (the safety checkpoint taken before it)",
+	}) {
+		t.Errorf("hints %q", hints)
 	}
 }

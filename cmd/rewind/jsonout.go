@@ -118,6 +118,7 @@ func errorCode(err error, exit int) string {
 		busy        *checkpoint.BusyError
 		refErr      *checkpoint.RefError
 		interrupted *checkpoint.InterruptedError
+		failed      *checkpoint.RestoreFailedError
 		readOnly    *checkpoint.ReadOnlyError
 		foreign     *checkpoint.ForeignStoreError
 		adopt       *checkpoint.AdoptError
@@ -138,6 +139,8 @@ func errorCode(err error, exit int) string {
 		return "busy"
 	case errors.As(err, &interrupted):
 		return "restore_interrupted"
+	case errors.As(err, &failed):
+		return "restore_failed"
 	case errors.As(err, &readOnly):
 		return "store_read_only"
 	case errors.As(err, &foreign):

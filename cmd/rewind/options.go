@@ -33,6 +33,13 @@ type options struct {
 	NowSet   bool
 	now      time.Time
 
+	// rewind is the command line a hint runs rewind with: "rewind" and the
+	// global flags given on the command line that choose the work tree and
+	// the store (absolute: a pasted hint works from any directory). Those
+	// given through the environment are not repeated: the pasted command
+	// inherits them.
+	rewind string
+
 	colourOut bool // colour on stdout
 	colourErr bool // colour on stderr
 	resolved  bool // the global flags were read (resolveOptions ran)
@@ -191,6 +198,13 @@ func resolveOptions(c *cli.Context, o *options) error {
 		abs = real
 	}
 	o.WorkTree = abs
+	o.rewind = "rewind"
+	if c.IsSet("work-tree") && c.String("work-tree") != os.Getenv("REWIND_WORK_TREE") {
+		o.rewind += " -C " + shellArg(o.WorkTree)
+	}
+	if c.IsSet("store") && c.String("store") != os.Getenv("REWIND_STORE") {
+		o.rewind += " --store " + shellArg(o.Store)
+	}
 
 	if v := c.String("now"); v != "" {
 		t, err := time.Parse(time.RFC3339, v)

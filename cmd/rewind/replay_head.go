@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -114,17 +113,7 @@ func headMoveJSON(m *replay.HeadMove) any {
 // shell-quoted so it can be pasted, then extra flags (--keep-head, ...).
 // --dry-run and --session are left out: a new run is a new session.
 func replayAgain(c *cli.Context, path string, extra ...string) string {
-	words := []string{"rewind"}
-	o := opts(c)
-	// The global flags given on the command line (not through the
-	// environment, which the pasted command inherits).
-	if c.IsSet("work-tree") && c.String("work-tree") != os.Getenv("REWIND_WORK_TREE") {
-		words = append(words, "-C", shellArg(o.WorkTree))
-	}
-	if c.IsSet("store") && c.String("store") != os.Getenv("REWIND_STORE") {
-		words = append(words, "--store", shellArg(o.Store))
-	}
-	words = append(words, "replay")
+	words := []string{opts(c).rewind, "replay"}
 	if path != "" {
 		words = append(words, shellArg(path))
 	}
