@@ -521,7 +521,7 @@ func groupAlive(pgid int) bool {
 	return false
 }
 
-var finishHint = regexp.MustCompile(`finish it: rewind checkpoint restore (\S+) --yes`)
+var finishHint = regexp.MustCompile(`finish it: rewind(?: -C \S+)?(?: --store \S+)? checkpoint restore (\S+) --yes`)
 
 // recover runs the next command, a create; when an interrupted restore makes
 // it refuse, runs the restore its hint names, checks the result, and creates.
