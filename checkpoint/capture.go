@@ -1152,16 +1152,37 @@ func parallel(fns ...func() error) error {
 // changedSince reports whether the file at rel, as fi says it is now, is
 // not the one the capture read: a path of its tree whose stat data is not
 // what its walk saw (its mtime to the nanosecond, its size, inode, mode
-// and owner). Not its ctime: a restore's removal of a hard link of the same
-// file moves it. A path the capture did not hold is not judged.
-func (c *capture) changedSince(rel string, fi os.FileInfo) bool {
+// and owner), unless it holds what the capture's tree holds (heldAsIs).
+// Not its ctime: a restore's removal of a hard link of the same file moves
+// it. A path the capture did not hold is not judged.
+func (s *Store) changedSince(c *capture, rel string, fi os.FileInfo) bool {
 	i, ok := slices.BinarySearch(c.inTree, rel)
 	if !ok || i >= len(c.looked) {
 		return false
 	}
 	now, then := keyOf(fi), c.looked[i].key
 	now.ctime, then.ctime = 0, 0
-	return now != then
+	return now != then && !s.heldAsIs(c, rel, now, then)
+}
+
+// heldAsIs reports whether the file at rel, whose stat data (now) is not
+// what the capture's walk saw (then), holds what the capture's tree holds
+// there: a file changed between the walk and the read is in the checkpoint
+// with its new content, under the walk's stat data. Its type and bits must
+// be the walk's (the checkpoint records those), its content the tree's
+// blob; a file that cannot be read, or is larger than a capture holds in
+// memory, is not.
+func (s *Store) heldAsIs(c *capture, rel string, now, then statKey) bool {
+	typ := now.mode & unix.S_IFMT
+	if now.mode != then.mode || c.tree == "" || typ != unix.S_IFREG && typ != unix.S_IFLNK {
+		return false
+	}
+	data, err := readBeneath(s.WorkTree, rel, typ == unix.S_IFLNK, heldBytesMax)
+	if err != nil {
+		return false
+	}
+	id, err := s.blobAt(c.tree, rel)
+	return err == nil && bytes.Equal(id, gitObjectID(packBlob, data, len(c.tree) == 64))
 }
 
 // sortedPaths are paths in order, looked up by binary search: a capture

@@ -193,6 +193,37 @@ func (s *Store) readBaseTreesDirect(base string, root *treeEdit) (int, error) {
 	return read, walk(root, id)
 }
 
+// blobAt reads the id of the blob at rel in tree, walking down from it.
+func (s *Store) blobAt(tree, rel string) ([]byte, error) {
+	id, err := hex.DecodeString(tree)
+	if err != nil {
+		return nil, fmt.Errorf("the tree %q", tree)
+	}
+	r := newObjectReader(filepath.Join(s.gitDir(), "objects"), len(id) == 32)
+	r.budget = baseTreesBudget // a damaged store's sizes must not take all memory
+	defer r.close()
+	names := strings.Split(rel, "/")
+	for k, name := range names {
+		typ, data, err := r.read(id)
+		if err != nil {
+			return nil, err
+		}
+		if typ != packTree {
+			return nil, fmt.Errorf("%x is not a tree", id)
+		}
+		entries, err := parseTree(data, len(id))
+		if err != nil {
+			return nil, fmt.Errorf("tree %x: %w", id, err)
+		}
+		i := slices.IndexFunc(entries, func(e treeEntry) bool { return e.name == name })
+		if i < 0 || entries[i].isTree() != (k < len(names)-1) {
+			return nil, fmt.Errorf("%s: not in the tree", rel)
+		}
+		id = entries[i].id
+	}
+	return id, nil
+}
+
 // forget takes away the base trees read into e and below it.
 func (e *treeEdit) forget() {
 	e.baseID, e.base = "", nil

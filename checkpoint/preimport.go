@@ -256,6 +256,7 @@ func (s *Store) readHeld(update []verdict, base string) map[string]heldBlob {
 	blobs := make([]heldBlob, len(update))
 	var failed atomic.Bool
 	forEach(len(update), func(i int) {
+		beforeHeldRead(update[i].path)
 		b, err := s.readBlob(update[i], base, func(full string) ([]byte, error) {
 			return readRegularNoFollow(full, update[i].size())
 		})
@@ -275,6 +276,10 @@ func (s *Store) readHeld(update []verdict, base string) map[string]heldBlob {
 	}
 	return held
 }
+
+// beforeHeldRead runs before readHeld reads a changed file the walk looked
+// at. (A test changes the file there meanwhile.)
+var beforeHeldRead = func(string) {}
 
 // byIDMax is the number of files the index may hold by id (enterByID)
 // past which a capture hashes them again, so that they get git's stat data.

@@ -728,7 +728,7 @@ func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView,
 		if err != nil {
 			return err
 		}
-		if fi, err := os.Lstat(full); err == nil && cur.changedSince(r, fi) {
+		if fi, err := os.Lstat(full); err == nil && s.changedSince(cur, r, fi) {
 			changed = append(changed, r)
 			continue
 		}
@@ -1024,7 +1024,7 @@ func (s *Store) rewriteInPlace(r rewrite, cur *capture) (written, touched bool) 
 	if unix.Fstat(int(f.Fd()), &st) != nil || !inPlace(&st, r.perm) {
 		return false, false
 	}
-	if fi, err := f.Stat(); err != nil || cur.changedSince(r.path, fi) {
+	if fi, err := f.Stat(); err != nil || s.changedSince(cur, r.path, fi) {
 		return false, false // unlinkWrites leaves it
 	}
 	if err := inPlaceWrite(f, r.data); err != nil {
@@ -1048,6 +1048,35 @@ func openBeneath(root, rel string, flag int) (*os.File, error) {
 		return nil, err
 	}
 	return os.NewFile(uintptr(fd), filepath.Join(root, filepath.FromSlash(rel))), nil
+}
+
+// readBeneath reads the file rel (below root, reached as openBeneath reaches
+// it) as a blob holds it: a regular file's content (symlink false), or a
+// symlink's target; of at most limit bytes, else an error.
+func readBeneath(root, rel string, symlink bool, limit int64) ([]byte, error) {
+	if symlink {
+		dir, name, err := openParentBeneath(root, rel)
+		if err != nil {
+			return nil, err
+		}
+		defer unix.Close(dir)
+		buf := make([]byte, unix.PathMax+1)
+		n, err := unix.Readlinkat(dir, name, buf)
+		if err != nil {
+			return nil, err
+		}
+		return buf[:n], nil
+	}
+	f, err := openBeneath(root, rel, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(data)) > limit {
+		err = fmt.Errorf("%s: larger than %d bytes", rel, limit)
+	}
+	return data, err
 }
 
 // openParentBeneath opens the directory that holds rel (slash-separated,
@@ -1205,7 +1234,7 @@ func (s *Store) unlinkWrites(write []string, cur *capture, partial map[string]bo
 					s.unlinkWrite(i, write[i], fail)
 				case !cur.inTree.has(write[i]):
 					state[i] = madeHere
-				case cur.changedSince(write[i], fi):
+				case s.changedSince(cur, write[i], fi):
 					state[i] = editedHere
 				default:
 					s.unlinkWrite(i, write[i], fail)

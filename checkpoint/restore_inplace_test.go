@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -432,6 +433,83 @@ func TestRestoreLeavesFileChangedAfterSafetyCheckpoint(t *testing.T) {
 	}
 	if d := diffMaps(target, listing(t, wt, true)); d != "" {
 		t.Errorf("restored again, not exact: %s", d)
+	}
+}
+
+// A file changed between the safety checkpoint's walk and its read is in
+// that checkpoint with its new content, under the stat data the walk saw:
+// the restore writes or removes it (the one written in place, the one
+// written by checkout-index, a symlink, the one removed) as it does a file
+// nobody changed, and its undo brings back what was read. A file changed
+// after the read is left (TestRestoreLeavesFileChangedAfterSafetyCheckpoint).
+func TestRestoreTakesFileChangedBetweenWalkAndRead(t *testing.T) {
+	defer func() { beforeHeldRead = func(string) {} }()
+	ctx := context.Background()
+	s, wt := newStore(t)
+	in := func(p string) string { return filepath.Join(wt, p) }
+	mustWrite(t, in("a.txt"), "target a\n")
+	mustWrite(t, in("b.txt"), "target b\n")
+	if err := os.Symlink("target", in("d.lnk")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, CreateOptions{Reason: "target", Source: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	target := listing(t, wt, true)
+	relink := func(p, to string) {
+		if err := os.Remove(in(p)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(to, in(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	relink("d.lnk", "since")
+	mustWrite(t, in("a.txt"), "a since\n") // written in place
+	mustWrite(t, in("b.txt"), "b since\n")
+	if err := os.Chmod(in("b.txt"), 0o600); err != nil { // not in place: checkout-index
+		t.Fatal(err)
+	}
+	mustWrite(t, in("c.txt"), "c since\n") // removed
+	var mu sync.Mutex
+	edited := map[string]bool{}
+	beforeHeldRead = func(p string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !edited[p] {
+			edited[p] = true
+			time.Sleep(10 * time.Millisecond) // an mtime of its own
+			if p == "d.lnk" {
+				relink(p, "again")
+			} else {
+				mustWrite(t, in(p), p[:1]+" again\n")
+			}
+		}
+	}
+	res, err := s.Restore(ctx, "target", RestoreOptions{})
+	if err != nil {
+		t.Fatalf("the restore: %v", err)
+	}
+	if len(edited) != 4 {
+		t.Fatalf("the safety checkpoint read %d changed files itself, want 4: %v", len(edited), edited)
+	}
+	beforeHeldRead = func(string) {}
+	if d := diffMaps(target, listing(t, wt, true)); d != "" {
+		t.Errorf("not exact: %s", d)
+	}
+	if _, err := s.Restore(ctx, res.Safety.ID, RestoreOptions{}); err != nil {
+		t.Fatalf("the undo: %v", err)
+	}
+	for _, p := range []string{"a.txt", "b.txt", "c.txt"} {
+		if got, err := os.ReadFile(in(p)); string(got) != p[:1]+" again\n" {
+			t.Errorf("%s after the undo: %q %v, want what the safety checkpoint read", p, got, err)
+		}
+	}
+	if fi, err := os.Lstat(in("b.txt")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("b.txt after the undo: %v %v, want 0600", fi.Mode(), err)
+	}
+	if got, err := os.Readlink(in("d.lnk")); got != "again" {
+		t.Errorf("d.lnk after the undo: %q %v, want what the safety checkpoint read", got, err)
 	}
 }
 
