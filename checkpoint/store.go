@@ -948,8 +948,8 @@ type InterruptedError struct {
 	Reason         string   //
 	Files          []string // the restore's --file paths; none for a whole restore
 	// Rewind is how the hints run rewind ("rewind" when empty): the command
-	// line adds the global flags it was given, so that a hint pasted anywhere
-	// reaches the same work tree and store.
+	// line adds the -C and --store a hint pasted in another directory needs
+	// to reach the same work tree and store.
 	Rewind string
 }
 

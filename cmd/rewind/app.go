@@ -51,7 +51,7 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = notBlocking(err)
 	}
 	o := app.Metadata["options"].(*options)
-	restoreHintsRunAs(err, o.rewind)
+	restoreHintsRunAs(err, o.hintCommand)
 	return report(out, stderr, jsonOut, err, stderrColour(o))
 }
 

@@ -168,13 +168,19 @@ func adoptCommand(dir, old string) string {
 // createWithReason is the checkpoint create command line c asked for, with
 // reason as --reason and every other flag given kept, ready to paste.
 func createWithReason(c *cli.Context, reason string) string {
-	line := opts(c).rewind + " checkpoint create --reason " + shellArg(reason)
+	line := opts(c).hintCommand + " checkpoint create --reason " + shellArg(reason)
 	for _, flag := range []string{"source", "max-file-size", "wait"} {
 		if c.IsSet(flag) {
 			line += " --" + flag + " " + shellArg(c.String(flag))
 		}
 	}
 	return line
+}
+
+// undoRestore is the hint that undoes a restore: the restore of its safety
+// checkpoint.
+func undoRestore(o *options, safety *checkpoint.Checkpoint) string {
+	return "undo it: " + o.hintCommand + " checkpoint restore " + safety.Short() + " --yes"
 }
 
 // shellArg quotes s for a command line a user can paste, when it needs it.
@@ -769,7 +775,7 @@ func checkpointRestore(c *cli.Context) error {
 		}
 		return withHint(exitErrorf(exitFailure, "the restore is not complete: %s it was asked to write could not be written: %s (see the warnings above)",
 			plural(n, "path", "paths"), strings.Join(names, ", ")),
-			"undo it: "+o.rewind+" checkpoint restore "+res.Safety.Short()+" --yes")
+			undoRestore(o, res.Safety))
 	}
 	if cmd := c.String("verify"); cmd != "" {
 		code, err := gitexec.User{Dir: s.WorkTree}.Run(c.Context, cmd, nil, o.Stderr, o.Stderr)
@@ -782,7 +788,7 @@ func checkpointRestore(c *cli.Context) error {
 		}
 		if code != 0 {
 			return withHint(exitErrorf(exitFailure, "verify: %q exited with status %d; the restore stays", cmd, code),
-				"undo it: "+o.rewind+" checkpoint restore "+res.Safety.Short()+" --yes")
+				undoRestore(o, res.Safety))
 		}
 		o.notef("verify: %q exited with status 0", cmd)
 		return nil

@@ -33,12 +33,8 @@ type options struct {
 	NowSet   bool
 	now      time.Time
 
-	// rewind is the command line a hint runs rewind with: "rewind" and the
-	// global flags given on the command line that choose the work tree and
-	// the store (absolute: a pasted hint works from any directory). Those
-	// given through the environment are not repeated: the pasted command
-	// inherits them.
-	rewind string
+	// hintCommand is how a hint runs rewind: see setHintCommand.
+	hintCommand string
 
 	colourOut bool // colour on stdout
 	colourErr bool // colour on stderr
@@ -162,6 +158,30 @@ var (
 	maxNow = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 )
 
+// setHintCommand sets the command line a hint runs rewind with, so that the
+// hint, pasted in any directory, reaches the same work tree and store:
+// "rewind", with -C when workTree (the work tree did not come from the
+// current directory alone) and --store when that flag needs repeating
+// (pasteNeeds), as absolute paths.
+func (o *options) setHintCommand(c *cli.Context, workTree bool) {
+	o.hintCommand = "rewind"
+	if workTree {
+		o.hintCommand += " -C " + shellArg(o.WorkTree)
+	}
+	if pasteNeeds(c, "store", "REWIND_STORE") {
+		o.hintCommand += " --store " + shellArg(o.Store)
+	}
+}
+
+// pasteNeeds reports whether a pasted command needs the global flag name
+// (with the environment variable env) repeated: given on the command line,
+// or through the environment as a relative path, which the pasted command
+// would read in another directory.
+func pasteNeeds(c *cli.Context, name, env string) bool {
+	v := c.String(name)
+	return c.IsSet(name) && v != "" && (v != os.Getenv(env) || !filepath.IsAbs(v))
+}
+
 // resolveOptions turns the parsed global flags into options.
 func resolveOptions(c *cli.Context, o *options) error {
 	o.JSON = c.Bool("json")
@@ -198,13 +218,7 @@ func resolveOptions(c *cli.Context, o *options) error {
 		abs = real
 	}
 	o.WorkTree = abs
-	o.rewind = "rewind"
-	if c.IsSet("work-tree") && c.String("work-tree") != os.Getenv("REWIND_WORK_TREE") {
-		o.rewind += " -C " + shellArg(o.WorkTree)
-	}
-	if c.IsSet("store") && c.String("store") != os.Getenv("REWIND_STORE") {
-		o.rewind += " --store " + shellArg(o.Store)
-	}
+	o.setHintCommand(c, pasteNeeds(c, "work-tree", "REWIND_WORK_TREE"))
 
 	if v := c.String("now"); v != "" {
 		t, err := time.Parse(time.RFC3339, v)

@@ -77,7 +77,7 @@ func moveHeadBack(c *cli.Context, m *replay.HeadMove, res *checkpoint.Restored, 
 	moved, err := gitexec.ProjectBranch{Dir: o.WorkTree}.MoveBack(c.Context, m.Branch, m.From, m.To, msg)
 	if err != nil {
 		return withHint(fmt.Errorf("the files are restored, but branch %s was not moved back: %w", m.Branch, err),
-			fmt.Sprintf("undo the restore: rewind checkpoint restore %s --yes", res.Safety.Short()),
+			fmt.Sprintf("undo the restore: %s checkpoint restore %s --yes", o.hintCommand, res.Safety.Short()),
 			"or resume without moving the branch: "+replayAgain(c, path, "--keep-head"))
 	}
 	o.notef("moved branch %s back from %s to %s, the commit checkpoint %s recorded; %s left it: %s",
@@ -113,7 +113,7 @@ func headMoveJSON(m *replay.HeadMove) any {
 // shell-quoted so it can be pasted, then extra flags (--keep-head, ...).
 // --dry-run and --session are left out: a new run is a new session.
 func replayAgain(c *cli.Context, path string, extra ...string) string {
-	words := []string{opts(c).rewind, "replay"}
+	words := []string{opts(c).hintCommand, "replay"}
 	if path != "" {
 		words = append(words, shellArg(path))
 	}

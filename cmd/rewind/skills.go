@@ -460,6 +460,7 @@ func setWorkTree(c *cli.Context, o *options, dir string) error {
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
 		return fmt.Errorf("hook: work tree %s is not a directory", abs)
 	}
+	defer o.setHintCommand(c, true) // the work tree is the hook's, not the current directory's
 	if real, err := filepath.EvalSymlinks(abs); err == nil && real == o.WorkTree {
 		return nil // the project the current directory gave already: no second git call
 	}
