@@ -67,6 +67,9 @@ type capture struct {
 	meta    *meta
 	// imported is the pack an import wrote: see keepImport
 	imported importedPack
+	// lookup reads tree's entries for heldAsIs (treeLookup)
+	lookupOnce sync.Once
+	lookup     *treeLookup
 }
 
 // writeExcludes writes the default excludes to the store's info/exclude. rewind
@@ -1169,20 +1172,46 @@ func (s *Store) changedSince(c *capture, rel string, fi os.FileInfo) bool {
 // what the capture's walk saw (then), holds what the capture's tree holds
 // there: a file changed between the walk and the read is in the checkpoint
 // with its new content, under the walk's stat data. Its type and bits must
-// be the walk's (the checkpoint records those), its content the tree's
-// blob; a file that cannot be read, or is larger than a capture holds in
-// memory, is not.
+// be the walk's (the checkpoint records those) and the tree entry's, its
+// content the entry's blob, read from the file whose stat data is now (the
+// one the caller judged, open or at the path), never from another put there
+// meanwhile. A file that cannot be read so is not.
 func (s *Store) heldAsIs(c *capture, rel string, now, then statKey) bool {
-	typ := now.mode & unix.S_IFMT
-	if now.mode != then.mode || c.tree == "" || typ != unix.S_IFREG && typ != unix.S_IFLNK {
+	if now.mode != then.mode || c.tree == "" {
 		return false
 	}
-	data, err := readBeneath(s.WorkTree, rel, typ == unix.S_IFLNK, heldBytesMax)
-	if err != nil {
+	var mode string
+	switch now.mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		mode = "100644"
+		if now.mode&unix.S_IXUSR != 0 {
+			mode = "100755"
+		}
+	case unix.S_IFLNK:
+		mode = "120000"
+	default:
 		return false
 	}
-	id, err := s.blobAt(c.tree, rel)
-	return err == nil && bytes.Equal(id, gitObjectID(packBlob, data, len(c.tree) == 64))
+	entry, err := c.treeLookup(s).entry(rel)
+	if err != nil || entry.mode != mode {
+		return false
+	}
+	id, err := hashBeneath(s.WorkTree, rel, now, len(c.tree) == 64)
+	return err == nil && bytes.Equal(id, entry.id)
+}
+
+// treeLookup is the lookup of the capture's tree that heldAsIs reads, made
+// at its first use; a restore closes it when done (closeTreeLookup).
+func (c *capture) treeLookup(s *Store) *treeLookup {
+	c.lookupOnce.Do(func() { c.lookup = s.newTreeLookup(c.tree) })
+	return c.lookup
+}
+
+func (c *capture) closeTreeLookup() {
+	c.lookupOnce.Do(func() {}) // none made from here on
+	if c.lookup != nil {
+		c.lookup.close()
+	}
 }
 
 // sortedPaths are paths in order, looked up by binary search: a capture

@@ -17,6 +17,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -193,35 +194,88 @@ func (s *Store) readBaseTreesDirect(base string, root *treeEdit) (int, error) {
 	return read, walk(root, id)
 }
 
-// blobAt reads the id of the blob at rel in tree, walking down from it.
-func (s *Store) blobAt(tree, rel string) ([]byte, error) {
+// treeLookup finds the entries of one tree's paths (heldAsIs): one object
+// reader, its packs mapped once, and the trees read so far, by directory,
+// shared by a restore's workers.
+type treeLookup struct {
+	mu    sync.Mutex
+	root  []byte // the tree's id; nil when it is not one
+	r     *objectReader
+	trees map[string][]treeEntry // by directory ("." the root)
+}
+
+func (s *Store) newTreeLookup(tree string) *treeLookup {
 	id, err := hex.DecodeString(tree)
-	if err != nil {
-		return nil, fmt.Errorf("the tree %q", tree)
+	if err != nil || len(id) != 20 && len(id) != 32 {
+		id = nil
 	}
 	r := newObjectReader(filepath.Join(s.gitDir(), "objects"), len(id) == 32)
 	r.budget = baseTreesBudget // a damaged store's sizes must not take all memory
-	defer r.close()
-	names := strings.Split(rel, "/")
-	for k, name := range names {
-		typ, data, err := r.read(id)
+	return &treeLookup{root: id, r: r, trees: map[string][]treeEntry{}}
+}
+
+// entry is the tree's entry at rel (slash-separated): its mode and id.
+func (l *treeLookup) entry(rel string) (treeEntry, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	entries, err := l.dir(path.Dir(rel))
+	if err != nil {
+		return treeEntry{}, err
+	}
+	return findEntry(entries, path.Base(rel))
+}
+
+// dir reads the entries of the tree at the directory d ("." the root).
+func (l *treeLookup) dir(d string) ([]treeEntry, error) {
+	if entries, ok := l.trees[d]; ok {
+		return entries, nil
+	}
+	id := l.root
+	if id == nil {
+		return nil, errors.New("no tree to look in")
+	}
+	if d != "." {
+		parent, err := l.dir(path.Dir(d))
 		if err != nil {
 			return nil, err
 		}
-		if typ != packTree {
-			return nil, fmt.Errorf("%x is not a tree", id)
-		}
-		entries, err := parseTree(data, len(id))
+		e, err := findEntry(parent, path.Base(d))
 		if err != nil {
-			return nil, fmt.Errorf("tree %x: %w", id, err)
+			return nil, err
 		}
-		i := slices.IndexFunc(entries, func(e treeEntry) bool { return e.name == name })
-		if i < 0 || entries[i].isTree() != (k < len(names)-1) {
-			return nil, fmt.Errorf("%s: not in the tree", rel)
+		if !e.isTree() {
+			return nil, fmt.Errorf("%s: not a directory in the tree", d)
 		}
-		id = entries[i].id
+		id = e.id
 	}
-	return id, nil
+	typ, data, err := l.r.read(id)
+	if err != nil {
+		return nil, err
+	}
+	if typ != packTree {
+		return nil, fmt.Errorf("%x is not a tree", id)
+	}
+	entries, err := parseTree(data, len(id))
+	if err != nil {
+		return nil, fmt.Errorf("tree %x: %w", id, err)
+	}
+	l.trees[d] = entries
+	return entries, nil
+}
+
+// findEntry is the entry named name. (A tree never holds a file and a
+// directory of one name.)
+func findEntry(entries []treeEntry, name string) (treeEntry, error) {
+	if i := slices.IndexFunc(entries, func(e treeEntry) bool { return e.name == name }); i >= 0 {
+		return entries[i], nil
+	}
+	return treeEntry{}, fmt.Errorf("%s: not in the tree", name)
+}
+
+func (l *treeLookup) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.r.close()
 }
 
 // forget takes away the base trees read into e and below it.

@@ -718,6 +718,7 @@ func (s *Store) checkHeld(target *Checkpoint, entries map[string]string, files [
 // by one (a write git could not make fails the restore, never silently), the
 // checkpoint's empty directories, and the permission bits it recorded.
 func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView, p *restorePlan, w *restoreWrites, target *Checkpoint, cur *capture, files []string) error {
+	defer cur.closeTreeLookup() // (changedSince's)
 	emptied := map[string]bool{}
 	var changed []string // files changed since the safety checkpoint read them: left as they are
 	for i, r := range p.remove {
@@ -1050,33 +1051,62 @@ func openBeneath(root, rel string, flag int) (*os.File, error) {
 	return os.NewFile(uintptr(fd), filepath.Join(root, filepath.FromSlash(rel))), nil
 }
 
-// readBeneath reads the file rel (below root, reached as openBeneath reaches
-// it) as a blob holds it: a regular file's content (symlink false), or a
-// symlink's target; of at most limit bytes, else an error.
-func readBeneath(root, rel string, symlink bool, limit int64) ([]byte, error) {
-	if symlink {
-		dir, name, err := openParentBeneath(root, rel)
-		if err != nil {
-			return nil, err
-		}
-		defer unix.Close(dir)
+// hashBeneath gives the blob id of the file rel (below root, reached as
+// openBeneath reaches it): a regular file's content, read as a stream,
+// when it is the file whose stat data is want (but its ctime) before and
+// after the read, never a FIFO nor another file put in its place meanwhile;
+// or a symlink's target.
+func hashBeneath(root, rel string, want statKey, sha256Format bool) ([]byte, error) {
+	dir, name, err := openParentBeneath(root, rel)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dir)
+	h := objectHash(sha256Format)
+	if want.mode&unix.S_IFMT == unix.S_IFLNK {
+		// A symlink is never changed in place, only replaced: what is read
+		// is one symlink's target, which the caller then removes or
+		// replaces by its name, as it judged it.
 		buf := make([]byte, unix.PathMax+1)
 		n, err := unix.Readlinkat(dir, name, buf)
 		if err != nil {
 			return nil, err
 		}
-		return buf[:n], nil
+		io.WriteString(h, objectHeader(packBlob, n))
+		h.Write(buf[:n])
+		return h.Sum(nil), nil
 	}
-	f, err := openBeneath(root, rel, os.O_RDONLY)
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
+	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err == nil && int64(len(data)) > limit {
-		err = fmt.Errorf("%s: larger than %d bytes", rel, limit)
+	same := func() error {
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		got := keyOf(fi)
+		got.ctime, want.ctime = 0, 0
+		if got != want {
+			return fmt.Errorf("%s: not the file looked at", rel)
+		}
+		return nil
 	}
-	return data, err
+	if err := same(); err != nil {
+		return nil, err
+	}
+	io.WriteString(h, objectHeader(packBlob, int(want.size)))
+	if n, err := io.Copy(h, io.LimitReader(f, int64(want.size)+1)); err != nil {
+		return nil, err
+	} else if uint64(n) != want.size {
+		return nil, fmt.Errorf("%s: changed while read", rel)
+	}
+	if err := same(); err != nil {
+		return nil, err
+	}
+	return h.Sum(nil), nil
 }
 
 // openParentBeneath opens the directory that holds rel (slash-separated,
