@@ -645,7 +645,10 @@ func settleByID(keep []verdict, held map[string]heldBlob, ids map[string]string)
 // buildMeta records in c what a git tree cannot hold (permission bits,
 // directories without files: meta.go), and writes the listing cache for the
 // next capture. With the listing all from the cache, and the kept files in
-// the same directories, the directories are the cache's: none is read.
+// the same directories, the directories are the cache's: none is read. It
+// runs beside settleByID, which marks verdicts of keep unchanged: it reads
+// keep's paths, kinds and stat data through pointers, never copying a
+// verdict whole.
 func (s *Store) buildMeta(ctx context.Context, c *capture, h *held, keep []verdict, listing *listCache, trusted bool, since time.Time) ([]Skipped, error) {
 	parents := parentsDigest(keep)
 	if h.fromCache && len(h.confirmed) == 0 && bytes.Equal(listing.parents, parents) {

@@ -385,7 +385,8 @@ var farFuture = time.Unix(1<<40, 0)
 func parentsDigest(kept []verdict) []byte {
 	set := map[string]bool{}
 	last := ""
-	for _, v := range kept {
+	for i := range kept { // (fields, not copies: see buildMeta)
+		v := &kept[i]
 		d := v.path[:max(strings.LastIndexByte(v.path, '/'), 0)]
 		if d == last {
 			continue

@@ -145,7 +145,8 @@ func parseMetaTrailer(m **meta, key, value string) bool {
 // recorded as one holding none, and still is.
 func (s *Store) metaDirs(ctx context.Context, h *held, kept []verdict, since time.Time, only dirSet, prior *listCache) (found map[string]dirFound, empty []string, skipped []Skipped, stray bool, err error) {
 	dirs := map[string]bool{"": true}
-	for _, v := range kept {
+	for i := range kept { // (fields, not copies: see buildMeta)
+		v := &kept[i]
 		for d := path.Dir(v.path); d != "."; d = path.Dir(d) {
 			if dirs[d] {
 				break
@@ -246,8 +247,8 @@ func newMeta(h *held, kept []verdict, dirPerms map[string]os.FileMode, empty []s
 	// no exception at all.
 	m.base = [3]os.FileMode{0o644, 0o755, 0o755}
 	counts := [3]map[os.FileMode]int{{}, {}, {}}
-	for _, v := range kept {
-		if v.regular {
+	for i := range kept { // (fields, not copies: see buildMeta)
+		if v := &kept[i]; v.regular {
 			counts[execIndex(v.perm())][v.perm()]++
 		}
 	}
@@ -262,9 +263,9 @@ func newMeta(h *held, kept []verdict, dirPerms map[string]os.FileMode, empty []s
 			}
 		}
 	}
-	for _, v := range kept {
-		if perm := v.perm(); v.regular && perm != m.base[execIndex(perm)] {
-			m.perms[v.path] = perm
+	for i := range kept {
+		if v := &kept[i]; v.regular && v.perm() != m.base[execIndex(v.perm())] {
+			m.perms[v.path] = v.perm()
 		}
 	}
 	for d, perm := range dirPerms {
