@@ -1210,6 +1210,9 @@ func (c *capture) treeLookup(s *Store) *treeLookup {
 	return c.lookup
 }
 
+// closeTreeLookup unmaps what the lookup mapped, if one was made. A look
+// after it (none is: the restore closes it when done) finds nothing, so
+// the file is changed.
 func (c *capture) closeTreeLookup() {
 	c.lookupOnce.Do(func() {}) // none made from here on
 	if c.lookup != nil {

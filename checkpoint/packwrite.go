@@ -201,7 +201,7 @@ type treeLookup struct {
 	mu    sync.Mutex
 	root  []byte // the tree's id; nil when it is not one
 	r     *objectReader
-	trees map[string][]treeEntry // by directory ("." the root)
+	trees map[string]map[string]treeEntry // by directory ("." the root), by name
 }
 
 func (s *Store) newTreeLookup(tree string) *treeLookup {
@@ -211,11 +211,14 @@ func (s *Store) newTreeLookup(tree string) *treeLookup {
 	}
 	r := newObjectReader(filepath.Join(s.gitDir(), "objects"), len(id) == 32)
 	r.budget = baseTreesBudget // a damaged store's sizes must not take all memory
-	return &treeLookup{root: id, r: r, trees: map[string][]treeEntry{}}
+	return &treeLookup{root: id, r: r, trees: map[string]map[string]treeEntry{}}
 }
 
 // entry is the tree's entry at rel (slash-separated): its mode and id.
 func (l *treeLookup) entry(rel string) (treeEntry, error) {
+	if l == nil { // (closed before it was made)
+		return treeEntry{}, errors.New("no tree to look in")
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	entries, err := l.dir(path.Dir(rel))
@@ -225,8 +228,17 @@ func (l *treeLookup) entry(rel string) (treeEntry, error) {
 	return findEntry(entries, path.Base(rel))
 }
 
+// findEntry is the entry named name. (A tree never holds a file and a
+// directory of one name.)
+func findEntry(entries map[string]treeEntry, name string) (treeEntry, error) {
+	if e, ok := entries[name]; ok {
+		return e, nil
+	}
+	return treeEntry{}, fmt.Errorf("%s: not in the tree", name)
+}
+
 // dir reads the entries of the tree at the directory d ("." the root).
-func (l *treeLookup) dir(d string) ([]treeEntry, error) {
+func (l *treeLookup) dir(d string) (map[string]treeEntry, error) {
 	if entries, ok := l.trees[d]; ok {
 		return entries, nil
 	}
@@ -255,21 +267,16 @@ func (l *treeLookup) dir(d string) ([]treeEntry, error) {
 	if typ != packTree {
 		return nil, fmt.Errorf("%x is not a tree", id)
 	}
-	entries, err := parseTree(data, len(id))
+	list, err := parseTree(data, len(id))
 	if err != nil {
 		return nil, fmt.Errorf("tree %x: %w", id, err)
 	}
+	entries := make(map[string]treeEntry, len(list))
+	for _, e := range list {
+		entries[e.name] = e
+	}
 	l.trees[d] = entries
 	return entries, nil
-}
-
-// findEntry is the entry named name. (A tree never holds a file and a
-// directory of one name.)
-func findEntry(entries []treeEntry, name string) (treeEntry, error) {
-	if i := slices.IndexFunc(entries, func(e treeEntry) bool { return e.name == name }); i >= 0 {
-		return entries[i], nil
-	}
-	return treeEntry{}, fmt.Errorf("%s: not in the tree", name)
 }
 
 func (l *treeLookup) close() {

@@ -718,7 +718,7 @@ func (s *Store) checkHeld(target *Checkpoint, entries map[string]string, files [
 // by one (a write git could not make fails the restore, never silently), the
 // checkpoint's empty directories, and the permission bits it recorded.
 func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView, p *restorePlan, w *restoreWrites, target *Checkpoint, cur *capture, files []string) error {
-	defer cur.closeTreeLookup() // (changedSince's)
+	defer v.cur.closeTreeLookup() // (changedSince's)
 	emptied := map[string]bool{}
 	var changed []string // files changed since the safety checkpoint read them: left as they are
 	for i, r := range p.remove {
@@ -729,7 +729,7 @@ func (s *Store) apply(ctx context.Context, staged gitexec.Shadow, v *targetView,
 		if err != nil {
 			return err
 		}
-		if fi, err := os.Lstat(full); err == nil && s.changedSince(cur, r, fi) {
+		if fi, err := os.Lstat(full); err == nil && s.changedSince(v.cur, r, fi) {
 			changed = append(changed, r)
 			continue
 		}
@@ -1054,8 +1054,9 @@ func openBeneath(root, rel string, flag int) (*os.File, error) {
 // hashBeneath gives the blob id of the file rel (below root, reached as
 // openBeneath reaches it): a regular file's content, read as a stream,
 // when it is the file whose stat data is want (but its ctime) before and
-// after the read, never a FIFO nor another file put in its place meanwhile;
-// or a symlink's target.
+// after the read, and still the one at its name after it (the caller may
+// remove it by name): never a FIFO or a device opened, nor another file put
+// in its place meanwhile. Or a symlink's target.
 func hashBeneath(root, rel string, want statKey, sha256Format bool) ([]byte, error) {
 	dir, name, err := openParentBeneath(root, rel)
 	if err != nil {
@@ -1076,13 +1077,27 @@ func hashBeneath(root, rel string, want statKey, sha256Format bool) ([]byte, err
 		h.Write(buf[:n])
 		return h.Sum(nil), nil
 	}
+	notIt := fmt.Errorf("%s: not the file looked at", rel)
+	atName := func() error { // the file at the name is want's
+		var st unix.Stat_t
+		if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFREG || uint64(st.Dev) != want.dev || uint64(st.Ino) != want.ino {
+			return notIt
+		}
+		return nil
+	}
+	if err := atName(); err != nil {
+		return nil, err
+	}
 	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
 	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
-	same := func() error {
+	opened := func() error { // the file open is want
 		fi, err := f.Stat()
 		if err != nil {
 			return err
@@ -1090,11 +1105,11 @@ func hashBeneath(root, rel string, want statKey, sha256Format bool) ([]byte, err
 		got := keyOf(fi)
 		got.ctime, want.ctime = 0, 0
 		if got != want {
-			return fmt.Errorf("%s: not the file looked at", rel)
+			return notIt
 		}
 		return nil
 	}
-	if err := same(); err != nil {
+	if err := opened(); err != nil {
 		return nil, err
 	}
 	io.WriteString(h, objectHeader(packBlob, int(want.size)))
@@ -1103,7 +1118,10 @@ func hashBeneath(root, rel string, want statKey, sha256Format bool) ([]byte, err
 	} else if uint64(n) != want.size {
 		return nil, fmt.Errorf("%s: changed while read", rel)
 	}
-	if err := same(); err != nil {
+	if err := opened(); err != nil {
+		return nil, err
+	}
+	if err := atName(); err != nil {
 		return nil, err
 	}
 	return h.Sum(nil), nil

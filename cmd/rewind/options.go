@@ -160,15 +160,17 @@ var (
 
 // setHintCommand sets the command line a hint runs rewind with, so that the
 // hint, pasted in any directory, reaches the same work tree and store:
-// "rewind", with -C when workTree (the work tree did not come from the
-// current directory alone) and --store when that flag needs repeating
-// (pasteNeeds), as absolute paths.
-func (o *options) setHintCommand(c *cli.Context, workTree bool) {
+// "rewind", with the -C and --store that need repeating (pasteNeeds), as
+// absolute paths. A store belongs to one work tree: with --store comes -C.
+// The hook's (fromHook) work tree is its payload's, and its environment
+// Claude Code's, not the shell's the hint is pasted in: both are repeated.
+func (o *options) setHintCommand(c *cli.Context, fromHook bool) {
+	store := o.Store != "" && (fromHook || pasteNeeds(c, "store", "REWIND_STORE"))
 	o.hintCommand = "rewind"
-	if workTree {
+	if store || fromHook || pasteNeeds(c, "work-tree", "REWIND_WORK_TREE") {
 		o.hintCommand += " -C " + shellArg(o.WorkTree)
 	}
-	if pasteNeeds(c, "store", "REWIND_STORE") {
+	if store {
 		o.hintCommand += " --store " + shellArg(o.Store)
 	}
 }
@@ -218,7 +220,7 @@ func resolveOptions(c *cli.Context, o *options) error {
 		abs = real
 	}
 	o.WorkTree = abs
-	o.setHintCommand(c, pasteNeeds(c, "work-tree", "REWIND_WORK_TREE"))
+	o.setHintCommand(c, false)
 
 	if v := c.String("now"); v != "" {
 		t, err := time.Parse(time.RFC3339, v)

@@ -77,7 +77,7 @@ func moveHeadBack(c *cli.Context, m *replay.HeadMove, res *checkpoint.Restored, 
 	moved, err := gitexec.ProjectBranch{Dir: o.WorkTree}.MoveBack(c.Context, m.Branch, m.From, m.To, msg)
 	if err != nil {
 		return withHint(fmt.Errorf("the files are restored, but branch %s was not moved back: %w", m.Branch, err),
-			fmt.Sprintf("undo the restore: %s checkpoint restore %s --yes", o.hintCommand, res.Safety.Short()),
+			undoRestore(o, res.Safety),
 			"or resume without moving the branch: "+replayAgain(c, path, "--keep-head"))
 	}
 	o.notef("moved branch %s back from %s to %s, the commit checkpoint %s recorded; %s left it: %s",
