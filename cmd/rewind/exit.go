@@ -136,9 +136,8 @@ func classify(err error) (int, []string) {
 }
 
 // restoreHintsRunAs has the hints of an interrupted or failed restore run
-// rewind as this command line did (rewind, its -C and --store: see
-// options.rewind), so that they reach the same work tree and store from any
-// directory.
+// rewind as options.hintCommand says (setHintCommand), so that they reach
+// the same work tree and store from any directory.
 func restoreHintsRunAs(err error, rewind string) {
 	var interrupted *checkpoint.InterruptedError
 	if errors.As(err, &interrupted) {
