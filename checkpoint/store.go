@@ -989,7 +989,13 @@ type RestoreFailedError struct {
 	Restore InterruptedError
 }
 
-func (e *RestoreFailedError) Error() string   { return e.Err.Error() }
+// Error says that the restore failed and what stopped it: the reason
+// alone (git's message, a path left) would not tell that the work tree
+// may be half restored.
+func (e *RestoreFailedError) Error() string {
+	return fmt.Sprintf("the restore to checkpoint %s (%s) failed after it began to write; the work tree may be half restored: %v", e.Restore.Target, e.Restore.Reason, e.Err)
+}
+
 func (e *RestoreFailedError) Unwrap() error   { return e.Err }
 func (e *RestoreFailedError) Hints() []string { return e.Restore.Hints() }
 

@@ -72,7 +72,7 @@ func checkpointCommand() *cli.Command {
 				Usage:     "bring the work tree back to a checkpoint, exactly (after a safety checkpoint)",
 				ArgsUsage: "REF",
 				Flags: []cli.Flag{
-					&cli.StringSliceFlag{Name: "file", Usage: "restore only this `PATH` (relative to the current directory, as git takes it; :/PATH from the work tree's top; repeatable)"},
+					&cli.StringSliceFlag{Name: "file", Usage: "restore only this `PATH` (relative to the current directory, as git takes it, or to the work tree with -C or from outside it; :/PATH from the work tree's top; repeatable)"},
 					&cli.BoolFlag{Name: "dry-run", Usage: "list what would be written and removed; change nothing"},
 					&cli.StringFlag{Name: "verify", Usage: "run `CMD` (sh -c, in the work tree) after restoring; a failure is exit 1"},
 					maxSize, wait,
