@@ -177,3 +177,54 @@ func TestHeldAsIsExecutableBitOfTheEntry(t *testing.T) {
 		t.Error("the same file executable again: judged changed")
 	}
 }
+
+// What changes while the file is read is seen after the read: the file
+// read written to (its stat data is not the one judged, even when the write
+// put back what was there), or another file
+// with the checkpoint's content renamed over its name (the name, which the
+// caller removes by, no longer holds the file read). Both are changed.
+func TestHeldAsIsChangedWhileRead(t *testing.T) {
+	defer func() { beforeHashRead = func(string) {} }()
+	for _, c := range []struct {
+		what   string
+		change func(t *testing.T, p string)
+	}{
+		{"written to", func(t *testing.T, p string) {
+			f, err := os.OpenFile(p, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			// The same byte: only its stat data tells (a write meanwhile
+			// may have been to a part already read).
+			if _, err := f.WriteAt([]byte("h"), 0); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"renamed over", func(t *testing.T, p string) {
+			mustWrite(t, p+".new", "held\n")
+			if err := os.Rename(p+".new", p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			s, wt := newStore(t)
+			p := filepath.Join(wt, "a.txt")
+			cap := capturedStore(t, s, wt, map[string]string{"a.txt": "held\n"})
+			fi := touch(t, wt, "a.txt")
+			read := false
+			beforeHashRead = func(string) {
+				read = true
+				time.Sleep(10 * time.Millisecond) // an mtime of its own
+				c.change(t, p)
+			}
+			if !s.changedSince(cap, "a.txt", fi) {
+				t.Errorf("%s while read: judged held", c.what)
+			}
+			if !read {
+				t.Error("the file was not read")
+			}
+		})
+	}
+}

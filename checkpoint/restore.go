@@ -1112,6 +1112,7 @@ func hashBeneath(root, rel string, want statKey, sha256Format bool) ([]byte, err
 	if err := opened(); err != nil {
 		return nil, err
 	}
+	beforeHashRead(rel)
 	io.WriteString(h, objectHeader(packBlob, int(want.size)))
 	if n, err := io.Copy(h, io.LimitReader(f, int64(want.size)+1)); err != nil {
 		return nil, err
@@ -1126,6 +1127,10 @@ func hashBeneath(root, rel string, want statKey, sha256Format bool) ([]byte, err
 	}
 	return h.Sum(nil), nil
 }
+
+// beforeHashRead runs when hashBeneath has opened a file and is about to
+// read it. (A test changes the file, or the name, meanwhile.)
+var beforeHashRead = func(string) {}
 
 // openParentBeneath opens the directory that holds rel (slash-separated,
 // below root) as openBeneath opens it, and returns it with rel's last name.
